@@ -1,0 +1,72 @@
+// Command cellfed-apiserver runs the cellfed plane's API server on kine.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/rest"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics on /metrics
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	_ "k8s.io/kubernetes/pkg/features" // Kubernetes feature gates
+
+	"github.com/cellfed/cellfed/pkg/apiserver"
+)
+
+func init() {
+	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
+}
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "cellfed-apiserver: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	o := apiserver.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "cellfed-apiserver",
+		Short: "The cellfed plane's Kubernetes API server, stored in SQLite (default) or MySQL through kine",
+		Long: `cellfed-apiserver serves the federation plane: namespaces, secrets, config maps,
+service accounts, RBAC, leases, CRDs with conversion webhooks and admission
+configuration, on an embedded SQLite database by default or on MySQL/MariaDB.
+On first start it generates a CA, a serving certificate and an admin
+kubeconfig in --data-dir; later starts reuse them.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			rest.SetDefaultWarningHandler(rest.NoWarnings{})
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := logsapi.ValidateAndApply(o.ControlPlane.Logs, utilfeature.DefaultFeatureGate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			return apiserver.Run(genericapiserver.SetupSignalContext(), o)
+		},
+	}
+	var fss cliflag.NamedFlagSets
+	o.AddFlags(&fss)
+	verflag.AddFlags(fss.FlagSet("global"))
+	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	for _, f := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Makes sure a MariaDB server answers on 127.0.0.1:3306 for root with an
+# empty password: installs mariadb-server when missing, starts it when
+# stopped. Tests create (and drop) their own databases on it.
+set -euo pipefail
+
+addr_ok() { mariadb --protocol=tcp -h127.0.0.1 -P3306 -uroot -e 'SELECT 1' >/dev/null 2>&1; }
+
+if addr_ok; then
+  echo "mariadb: running on 127.0.0.1:3306"
+  exit 0
+fi
+
+if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+  echo "mariadb: installing mariadb-server"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq mariadb-server mariadb-client >/dev/null
+fi
+
+echo "mariadb: starting"
+mkdir -p /run/mysqld
+chown mysql:mysql /run/mysqld 2>/dev/null || true
+if [ ! -d /var/lib/mysql/mysql ]; then
+  mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null
+fi
+start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+
+for _ in $(seq 1 100); do
+  if addr_ok; then echo "mariadb: running on 127.0.0.1:3306"; exit 0; fi
+  # A fresh install may only allow root over the unix socket.
+  mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" >/dev/null 2>&1 || true
+  sleep 0.2
+done
+echo "mariadb: did not come up on 127.0.0.1:3306" >&2
+exit 1

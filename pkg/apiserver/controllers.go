@@ -1,0 +1,146 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/keyutil"
+	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
+	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
+	serviceaccountcontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
+	"k8s.io/kubernetes/pkg/serviceaccount"
+)
+
+const (
+	controllersLease = "cellfed-core-controllers"
+	gcSyncPeriod     = 30 * time.Second
+)
+
+// coreControllers are the kube-controller-manager controllers a plane
+// without pods needs: namespace deletion, garbage collection, service
+// accounts and their legacy token secrets, the root CA config map and
+// cluster-role aggregation. They run against the loopback client.
+type coreControllers struct {
+	rootCA      []byte
+	saKeyFile   string
+	workers     int
+	leaderElect bool
+}
+
+func (c coreControllers) start(hookCtx genericapiserver.PostStartHookContext) error {
+	cfg := rest.CopyConfig(hookCtx.LoopbackClientConfig)
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.UserAgent = "cellfed-core-controllers"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("controllers client: %w", err)
+	}
+	run := func(ctx context.Context) {
+		if err := c.run(ctx, cfg, client); err != nil {
+			klog.ErrorS(err, "Core controllers failed")
+		}
+	}
+	ctx := hookCtx // cancelled when the server stops
+	if !c.leaderElect {
+		go run(ctx)
+		return nil
+	}
+	host, _ := os.Hostname()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, metav1.NamespaceSystem, controllersLease,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		return fmt.Errorf("controllers lease: %w", err)
+	}
+	go leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		Name:            controllersLease,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: run,
+			OnStoppedLeading: func() { klog.InfoS("Stopped leading core controllers", "lease", controllersLease) },
+		},
+	})
+	return nil
+}
+
+func (c coreControllers) run(ctx context.Context, cfg *rest.Config, client kubernetes.Interface) error {
+	logger := klog.FromContext(ctx).WithName("core-controllers")
+	metadataClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("metadata client: %w", err)
+	}
+	typed := informers.NewSharedInformerFactory(client, 0)
+	meta := metadatainformer.NewSharedInformerFactory(metadataClient, 0)
+	informersStarted := make(chan struct{})
+
+	nsController := namespacecontroller.NewNamespaceController(ctx, client, metadataClient,
+		client.Discovery().ServerPreferredNamespacedResources, typed.Core().V1().Namespaces(), 5*time.Minute, corev1.FinalizerKubernetes)
+
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	gc, err := garbagecollector.NewGarbageCollector(ctx, client, metadataClient, mapper, garbagecollector.DefaultIgnoredResources(),
+		informerfactory.NewInformerFactory(typed, meta), informersStarted)
+	if err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
+	}
+
+	saController, err := serviceaccountcontroller.NewServiceAccountsController(logger, typed.Core().V1().ServiceAccounts(),
+		typed.Core().V1().Namespaces(), client, serviceaccountcontroller.DefaultServiceAccountsControllerOptions())
+	if err != nil {
+		return fmt.Errorf("service-account controller: %w", err)
+	}
+	key, err := keyutil.PrivateKeyFromFile(c.saKeyFile)
+	if err != nil {
+		return fmt.Errorf("reading service-account key: %w", err)
+	}
+	generator, err := serviceaccount.JWTTokenGenerator(serviceaccount.LegacyIssuer, key)
+	if err != nil {
+		return fmt.Errorf("token generator: %w", err)
+	}
+	tokens, err := serviceaccountcontroller.NewTokensController(logger, typed.Core().V1().ServiceAccounts(), typed.Core().V1().Secrets(),
+		client, serviceaccountcontroller.TokensControllerOptions{TokenGenerator: generator, RootCA: c.rootCA})
+	if err != nil {
+		return fmt.Errorf("token controller: %w", err)
+	}
+	rootCA, err := rootcacertpublisher.NewPublisher(typed.Core().V1().ConfigMaps(), typed.Core().V1().Namespaces(), client, c.rootCA)
+	if err != nil {
+		return fmt.Errorf("root-CA publisher: %w", err)
+	}
+	aggregation := clusterroleaggregation.NewClusterRoleAggregation(typed.Rbac().V1().ClusterRoles(), client.RbacV1())
+
+	typed.Start(ctx.Done())
+	meta.Start(ctx.Done())
+	close(informersStarted)
+
+	go nsController.Run(ctx, c.workers)
+	go gc.Run(ctx, c.workers, gcSyncPeriod)
+	go gc.Sync(ctx, client.Discovery(), gcSyncPeriod)
+	go saController.Run(ctx, 1)
+	go tokens.Run(ctx, c.workers)
+	go rootCA.Run(ctx, 1)
+	go aggregation.Run(ctx, c.workers)
+	logger.Info("Core controllers started")
+	<-ctx.Done()
+	return nil
+}

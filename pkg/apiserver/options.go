@@ -1,0 +1,200 @@
+// Package apiserver assembles cellfed-apiserver: Kubernetes' generic control
+// plane (no pods, nodes or services) on kine storage, with the core
+// controllers a standalone plane needs running in-process.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	cliflag "k8s.io/component-base/cli/flag"
+	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
+	certapproval "k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest"
+	certsigning "k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
+	certsubjectrestriction "k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction"
+	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
+
+	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/storage"
+)
+
+// Options are everything cellfed-apiserver can be told. NewOptions holds
+// the defaults; flags only override them.
+type Options struct {
+	// ControlPlane are kube-apiserver's generic control-plane options
+	// (serving, authn/z, admission, audit, encryption, feature gates, ...).
+	ControlPlane *cpoptions.Options
+	// Storage selects and tunes kine.
+	Storage *storage.Options
+
+	// DataDir holds the database (SQLite), certificates and kubeconfig.
+	DataDir string
+	// ExtraSANs are names and IPs added to the serving certificate.
+	ExtraSANs []string
+	// AdminUser is the user name in the generated admin certificate.
+	AdminUser string
+
+	// Controllers runs the core controllers in-process.
+	Controllers bool
+	// ControllersLeaderElect guards the controllers with a Lease, so that
+	// several planes on one database run them once.
+	ControllersLeaderElect bool
+	// ControllerWorkers is the worker count of each core controller.
+	ControllerWorkers int
+}
+
+// NewOptions returns the plane's defaults: RBAC, TLS with a generated CA,
+// the admission plugins that make sense without pods, SQLite storage.
+func NewOptions() *Options {
+	cp := cpoptions.NewOptions()
+	cp.Admission.GenericAdmission.DefaultOffPlugins = defaultOffAdmissionPlugins()
+	cp.Authentication.ServiceAccounts.OptionalTokenGetter = newTokenGetter
+	cp.Authentication.ServiceAccounts.Issuers = []string{"https://cellfed-apiserver"}
+	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
+	cp.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	cp.SecureServing.BindPort = 6443
+	return &Options{
+		ControlPlane:           cp,
+		Storage:                storage.NewOptions(),
+		DataDir:                ".cellfed",
+		AdminUser:              "cellfed-admin",
+		Controllers:            true,
+		ControllersLeaderElect: true,
+		ControllerWorkers:      5,
+	}
+}
+
+// AddFlags registers all flags in named sets.
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	o.ControlPlane.AddFlags(fss)
+	o.Storage.AddFlags(fss.FlagSet("storage"))
+	fs := fss.FlagSet("cellfed")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the SQLite database, certificates, keys and the admin kubeconfig.")
+	fs.StringSliceVar(&o.ExtraSANs, "tls-san", o.ExtraSANs, "Extra DNS names or IPs for the generated serving certificate (only used when it is first generated).")
+	fs.BoolVar(&o.Controllers, "controllers", o.Controllers, "Run the core controllers (namespace deletion, garbage collection, service accounts, root CA, cluster-role aggregation) in-process.")
+	fs.BoolVar(&o.ControllersLeaderElect, "controllers-leader-elect", o.ControllersLeaderElect, "Run the core controllers only while holding the kube-system/cellfed-core-controllers Lease.")
+	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
+}
+
+// Validate checks our own options; the control-plane options are
+// validated after Complete, once files and storage are known.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if o.ControllerWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--controller-workers must be at least 1, got %d", o.ControllerWorkers))
+	}
+	o.Storage.DataDir = o.DataDir
+	errs = append(errs, o.Storage.Validate()...)
+	return errors.Join(errs...)
+}
+
+// PKIFiles are the plane's certificate files in the data dir.
+func (o *Options) PKIFiles() pki.Files { return pki.Files{Dir: filepath.Join(o.DataDir, "pki")} }
+
+// AdminKubeconfigPath is where the admin kubeconfig is written.
+func (o *Options) AdminKubeconfigPath() string { return filepath.Join(o.DataDir, "admin.kubeconfig") }
+
+// serverURL is the address clients on this machine use to reach the plane.
+func (o *Options) serverURL() string {
+	ss := o.ControlPlane.SecureServing
+	host := "127.0.0.1"
+	if ip := ss.BindAddress; ip != nil && !ip.IsUnspecified() {
+		host = ip.String()
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort))
+}
+
+// listen opens the secure port first, so that a port in use fails before
+// any file or database is touched.
+func (o *Options) listen(ctx context.Context) (net.Listener, error) {
+	ss := o.ControlPlane.SecureServing
+	if ss.Listener != nil {
+		return ss.Listener, nil
+	}
+	addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("cannot listen on %s: the port is in use by another process; stop it or choose another --secure-port", addr)
+		}
+		return nil, fmt.Errorf("cannot listen on %s: %w; check --bind-address and --secure-port", addr, err)
+	}
+	ss.Listener = ln
+	ss.BindPort = ln.Addr().(*net.TCPAddr).Port
+	return ln, nil
+}
+
+// complete prepares files and wires them into the control-plane options:
+// certificates, the service-account key and the storage endpoints.
+func (o *Options) completeFiles() error {
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("resolving --data-dir: %w", err)
+	}
+	o.DataDir = abs
+	o.Storage.DataDir = abs
+	if err := storage.EnsureWritableDir(abs); err != nil {
+		return err
+	}
+	var hosts []string
+	if ip := o.ControlPlane.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, ip.String())
+	}
+	hosts = append(hosts, o.ExtraSANs...)
+	files := o.PKIFiles()
+	if err := pki.Ensure(files, pki.Options{Hosts: hosts, AdminUser: o.AdminUser}); err != nil {
+		return err
+	}
+	cp := o.ControlPlane
+	if cp.SecureServing.ServerCert.CertKey.CertFile == "" {
+		cp.SecureServing.ServerCert.CertKey.CertFile = files.ServingCert()
+		cp.SecureServing.ServerCert.CertKey.KeyFile = files.ServingKey()
+	}
+	if cp.Authentication.ClientCert.ClientCA == "" {
+		cp.Authentication.ClientCert.ClientCA = files.CACert()
+	}
+	if cp.ServiceAccountSigningKeyFile == "" {
+		cp.ServiceAccountSigningKeyFile = files.ServiceAccountKey()
+	}
+	if len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {
+		cp.Authentication.ServiceAccounts.KeyFiles = []string{files.ServiceAccountKey()}
+	}
+	return nil
+}
+
+// defaultOffAdmissionPlugins turns off every plugin that only makes sense
+// with pods and nodes.
+func defaultOffAdmissionPlugins() sets.Set[string] {
+	on := sets.New(
+		lifecycle.PluginName,
+		serviceaccount.PluginName,
+		mutatingwebhook.PluginName,
+		validatingwebhook.PluginName,
+		resourcequota.PluginName,
+		certapproval.PluginName,
+		certsigning.PluginName,
+		ctbattest.PluginName,
+		certsubjectrestriction.PluginName,
+		validatingadmissionpolicy.PluginName,
+		mutatingadmissionpolicy.PluginName,
+	)
+	return sets.New(kubeoptions.AllOrderedPlugins...).Difference(on)
+}

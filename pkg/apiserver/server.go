@@ -1,0 +1,163 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/notfoundhandler"
+	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
+	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/controlplane"
+	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
+	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+
+	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/storage"
+)
+
+// Run starts storage and the API server and blocks until ctx is cancelled
+// and the server has shut down. Storage stops after the server.
+func Run(ctx context.Context, o *Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if _, err := o.listen(ctx); err != nil {
+		return err
+	}
+	if err := o.completeFiles(); err != nil {
+		return err
+	}
+
+	// kine outlives the API server: it gets its own context, cancelled
+	// only after the server has returned.
+	storageCtx, stopStorage := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStorage()
+	backend, err := storage.Start(storageCtx, o.Storage)
+	if err != nil {
+		return err
+	}
+	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
+
+	completed, err := o.ControlPlane.Complete(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("completing options: %w", err)
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return errors.Join(errs...)
+	}
+
+	server, err := newServerChain(completed)
+	if err != nil {
+		return err
+	}
+	if o.Controllers {
+		rootCA, err := os.ReadFile(o.PKIFiles().CACert())
+		if err != nil {
+			return fmt.Errorf("reading CA for the root-CA publisher: %w", err)
+		}
+		hook := coreControllers{
+			rootCA:      rootCA,
+			saKeyFile:   o.PKIFiles().ServiceAccountKey(),
+			workers:     o.ControllerWorkers,
+			leaderElect: o.ControllersLeaderElect,
+		}
+		if err := server.GenericAPIServer.AddPostStartHook("cellfed-core-controllers", hook.start); err != nil {
+			return fmt.Errorf("adding controllers hook: %w", err)
+		}
+	}
+	kubeconfig := o.AdminKubeconfigPath()
+	if err := pki.WriteAdminKubeconfig(kubeconfig, o.PKIFiles(), o.serverURL(), "cellfed"); err != nil {
+		return err
+	}
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-announce", func(genericapiserver.PostStartHookContext) error {
+		klog.InfoS("cellfed-apiserver serving", "version", version.Get().GitVersion, "storage", backend.Description,
+			"address", o.ControlPlane.SecureServing.Listener.Addr().String(), "kubeconfig", kubeconfig)
+		fmt.Fprintf(os.Stderr, "cellfed-apiserver is serving on https://%s (storage: %s)\nUse it with:  export KUBECONFIG=%s; kubectl get --raw /readyz\n",
+			o.ControlPlane.SecureServing.Listener.Addr(), backend.Description, kubeconfig)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("adding announce hook: %w", err)
+	}
+
+	prepared, err := server.PrepareRun()
+	if err != nil {
+		return fmt.Errorf("preparing server: %w", err)
+	}
+	return prepared.Run(ctx)
+}
+
+// newServerChain builds apiextensions → native (generic control plane) →
+// aggregator, the same delegation chain kube-apiserver uses.
+func newServerChain(opts cpoptions.CompletedOptions) (*aggregatorapiserver.APIAggregator, error) {
+	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
+		opts,
+		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
+		controlplane.DefaultGenericAPIResourceConfigSource(),
+		generatedopenapi.GetOpenAPIDefinitions,
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building server config: %w", err)
+	}
+	serviceResolver := webhook.NewDefaultServiceResolver()
+	native, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building control-plane config: %w", err)
+	}
+	authInfoResolver := webhook.NewDefaultAuthenticationInfoResolverWrapper(native.ProxyTransport, native.Generic.EgressSelector, native.Generic.LoopbackClientConfig, native.Generic.TracerProvider)
+	extConfig, err := controlplaneapiserver.CreateAPIExtensionsConfig(*native.Generic, native.VersionedInformers, pluginInitializer, opts, 3, serviceResolver, authInfoResolver)
+	if err != nil {
+		return nil, fmt.Errorf("building apiextensions config: %w", err)
+	}
+	aggConfig, err := controlplaneapiserver.CreateAggregatorConfig(*native.Generic, opts, native.VersionedInformers, serviceResolver, native.ProxyTransport, native.Extra.PeerProxy, pluginInitializer)
+	if err != nil {
+		return nil, fmt.Errorf("building aggregator config: %w", err)
+	}
+	// No Services in this plane: APIServices can only be local.
+	aggConfig.ExtraConfig.DisableRemoteAvailableConditionController = true
+
+	nativeCompleted := native.Complete()
+	extCompleted := extConfig.Complete()
+	aggCompleted := aggConfig.Complete()
+
+	notFound := notfoundhandler.New(nativeCompleted.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
+	extServer, err := extCompleted.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFound))
+	if err != nil {
+		return nil, fmt.Errorf("creating apiextensions server: %w", err)
+	}
+	crdAPIEnabled := extCompleted.GenericConfig.MergedResourceConfig.ResourceEnabled(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+
+	nativeServer, err := nativeCompleted.New("cellfed-apiserver", extServer.GenericAPIServer)
+	if err != nil {
+		return nil, fmt.Errorf("creating control-plane server: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(nativeCompleted.Generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating loopback client: %w", err)
+	}
+	providers, err := nativeCompleted.GenericStorageProviders(client.Discovery())
+	if err != nil {
+		return nil, fmt.Errorf("creating storage providers: %w", err)
+	}
+	if err := nativeServer.InstallAPIs(providers...); err != nil {
+		return nil, fmt.Errorf("installing APIs: %w", err)
+	}
+	agg, err := controlplaneapiserver.CreateAggregatorServer(aggCompleted, nativeServer.GenericAPIServer,
+		extServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, controlplaneapiserver.DefaultGenericAPIServicePriorities())
+	if err != nil {
+		return nil, fmt.Errorf("creating aggregator: %w", err)
+	}
+	return agg, nil
+}

@@ -1,0 +1,104 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	kinetls "github.com/k3s-io/kine/pkg/tls"
+)
+
+const defaultMySQLDatabase = "kubernetes"
+
+// mysqlConfig parses the DSN of a mysql:// endpoint and fills in the
+// timeouts it lacks.
+func (o *Options) mysqlConfig() (*mysql.Config, error) {
+	dsn := strings.TrimPrefix(o.Endpoint, "mysql://")
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		// The driver's parse errors never quote the DSN, which may hold a password.
+		return nil, fmt.Errorf("--datastore-endpoint is not a valid MySQL DSN (%v); expected mysql://user:pass@tcp(host:3306)/dbname", err)
+	}
+	if cfg.DBName == "" {
+		cfg.DBName = defaultMySQLDatabase
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = o.DialTimeout
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = o.ReadTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = o.WriteTimeout
+	}
+	return cfg, nil
+}
+
+// unsafeSetting is a server variable value that loses or corrupts data under kine.
+type unsafeSetting struct {
+	variable, badValue, risk, fix string
+}
+
+var unsafeSettings = []unsafeSetting{
+	{
+		variable: "innodb_autoinc_lock_mode",
+		badValue: "2",
+		risk:     "revisions are then assigned out of commit order, so watchers (every informer and controller) can permanently miss writes",
+		fix:      "set innodb_autoinc_lock_mode=1 in the [mysqld] section of the server configuration and restart the server",
+	},
+	{
+		variable: "innodb_snapshot_isolation",
+		badValue: "ON",
+		risk:     "kine's compaction then fails and updates falsely conflict, so the database grows without bound and writes are refused",
+		fix:      "set innodb_snapshot_isolation=OFF in the [mysqld] section of the server configuration (or SET GLOBAL innodb_snapshot_isolation=OFF)",
+	},
+}
+
+// checkMySQL connects to the server (not the database, which kine creates)
+// and refuses settings that are known to lose data under kine.
+func checkMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config, skipSafety bool) error {
+	probe := cfg.Clone()
+	probe.DBName = ""
+	tlsConfig, err := backendTLS.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading MySQL TLS files: %w", err)
+	}
+	if tlsConfig != nil {
+		if err := mysql.RegisterTLSConfig("cellfed-probe", tlsConfig); err != nil {
+			return fmt.Errorf("registering MySQL TLS config: %w", err)
+		}
+		probe.TLSConfig = "cellfed-probe"
+	}
+	connector, err := mysql.NewConnector(probe)
+	if err != nil {
+		return fmt.Errorf("MySQL DSN for %s: %w", cfg.Addr, err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, cfg.Timeout+cfg.ReadTimeout)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		return fmt.Errorf("cannot connect to MySQL at %s as user %q: %v; check that the server runs and --datastore-endpoint (host, port, user, password) is right", cfg.Addr, cfg.User, err)
+	}
+	if skipSafety {
+		return nil
+	}
+	for _, s := range unsafeSettings {
+		var name, value string
+		err := db.QueryRowContext(pingCtx, "SHOW GLOBAL VARIABLES LIKE ?", s.variable).Scan(&name, &value)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // this server does not have the variable
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s from MySQL at %s: %w", s.variable, cfg.Addr, err)
+		}
+		if strings.EqualFold(value, s.badValue) {
+			return fmt.Errorf("refusing to start: MySQL at %s runs with %s=%s; %s. Fix: %s; or pass --unsafe-skip-mysql-safety-checks if you accept the risk",
+				cfg.Addr, s.variable, value, s.risk, s.fix)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+// Package storage runs kine in-process and hands the API server an etcd
+// endpoint backed by SQLite (the embedded default) or MySQL/MariaDB.
+// It is the only package that knows which database sits under the plane.
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Backend kinds understood by Options.Endpoint.
+const (
+	KindSQLite = "sqlite"
+	KindMySQL  = "mysql"
+)
+
+// SQLitePragmas are appended to a sqlite endpoint that names no parameters:
+// WAL so readers never block the writer, a 30 s busy timeout instead of
+// instant SQLITE_BUSY errors, and immediate transactions so writers queue
+// instead of deadlocking on lock upgrades.
+const SQLitePragmas = "_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=20&cache=shared"
+
+// Options configures the embedded kine. Every field has a working default
+// from NewOptions; a zero Options is never passed to kine.
+type Options struct {
+	// Endpoint is "" (SQLite in DataDir), "sqlite://<path>[?params]" or
+	// "mysql://user:pass@tcp(host:port)/db[?params]" (a go-sql-driver DSN).
+	Endpoint string
+	// DataDir holds the SQLite database and kine's unix socket.
+	DataDir string
+
+	// TLS towards the database (MySQL only).
+	CAFile, CertFile, KeyFile string
+
+	// Connection pool.
+	MaxOpenConns    int
+	MaxIdleConns    int
+	ConnMaxLifetime time.Duration
+	ConnMaxIdleTime time.Duration
+
+	// MySQL DSN timeouts applied when the DSN does not set them, so that a
+	// hung database fails requests instead of blocking them forever.
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+
+	// kine tuning.
+	NotifyInterval   time.Duration
+	CompactInterval  time.Duration
+	CompactTimeout   time.Duration
+	CompactMinRetain int64
+	CompactBatchSize int64
+	PollBatchSize    int64
+
+	// SkipMySQLSafetyChecks starts on a MySQL server whose settings are
+	// known to lose watch events. Only for people who know what they do.
+	SkipMySQLSafetyChecks bool
+}
+
+// NewOptions returns the defaults the plane runs with.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:          ".cellfed",
+		MaxOpenConns:     0, // unlimited: capping it costs throughput (see shared/notes/kine.md)
+		MaxIdleConns:     20,
+		ConnMaxLifetime:  30 * time.Minute,
+		ConnMaxIdleTime:  5 * time.Minute,
+		DialTimeout:      5 * time.Second,
+		ReadTimeout:      30 * time.Second,
+		WriteTimeout:     30 * time.Second,
+		NotifyInterval:   5 * time.Second,
+		CompactInterval:  0, // the API server drives compaction (--etcd-compaction-interval)
+		CompactTimeout:   5 * time.Second,
+		CompactMinRetain: 1000,
+		CompactBatchSize: 1000,
+		PollBatchSize:    500,
+	}
+}
+
+// AddFlags registers the storage flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Endpoint, "datastore-endpoint", o.Endpoint,
+		"Storage for the plane. Empty: embedded SQLite in --data-dir. Or sqlite:///path/state.db, or mysql://user:pass@tcp(host:3306)/dbname (go-sql-driver DSN; database created if missing).")
+	fs.StringVar(&o.CAFile, "datastore-cafile", o.CAFile, "CA bundle that verifies the MySQL server's certificate (enables TLS).")
+	fs.StringVar(&o.CertFile, "datastore-certfile", o.CertFile, "Client certificate presented to the MySQL server.")
+	fs.StringVar(&o.KeyFile, "datastore-keyfile", o.KeyFile, "Key of --datastore-certfile.")
+	fs.IntVar(&o.MaxOpenConns, "datastore-max-open-connections", o.MaxOpenConns, "Maximum open database connections (0 = unlimited).")
+	fs.IntVar(&o.MaxIdleConns, "datastore-max-idle-connections", o.MaxIdleConns, "Maximum idle database connections.")
+	fs.DurationVar(&o.ConnMaxLifetime, "datastore-connection-max-lifetime", o.ConnMaxLifetime, "Maximum time a database connection is reused.")
+	fs.DurationVar(&o.ConnMaxIdleTime, "datastore-connection-max-idle-time", o.ConnMaxIdleTime, "Maximum time a database connection stays idle.")
+	fs.DurationVar(&o.DialTimeout, "datastore-dial-timeout", o.DialTimeout, "MySQL connect timeout, applied when the DSN sets no timeout=.")
+	fs.DurationVar(&o.ReadTimeout, "datastore-read-timeout", o.ReadTimeout, "MySQL read timeout, applied when the DSN sets no readTimeout=.")
+	fs.DurationVar(&o.WriteTimeout, "datastore-write-timeout", o.WriteTimeout, "MySQL write timeout, applied when the DSN sets no writeTimeout=.")
+	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of watch progress notifications sent by kine.")
+	fs.Int64Var(&o.PollBatchSize, "datastore-poll-batch-size", o.PollBatchSize, "Rows kine reads per watch poll.")
+	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-mysql-safety-checks", o.SkipMySQLSafetyChecks,
+		"Start even if the MySQL server runs with innodb_autoinc_lock_mode=2 or innodb_snapshot_isolation=ON, which can lose watch events. Do not use in production.")
+}
+
+// Kind reports which backend the endpoint selects.
+func (o *Options) Kind() string {
+	if strings.HasPrefix(o.Endpoint, "mysql://") {
+		return KindMySQL
+	}
+	return KindSQLite
+}
+
+// Validate reports option errors, each saying how to fix it.
+func (o *Options) Validate() []error {
+	var errs []error
+	switch {
+	case o.Endpoint == "", strings.HasPrefix(o.Endpoint, "sqlite://"), strings.HasPrefix(o.Endpoint, "mysql://"):
+	default:
+		scheme, _, _ := strings.Cut(o.Endpoint, "://")
+		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db or mysql://user:pass@tcp(host:3306)/db", scheme))
+	}
+	if o.DataDir == "" {
+		errs = append(errs, fmt.Errorf("--data-dir must not be empty"))
+	}
+	if o.NotifyInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive, got %s", o.NotifyInterval))
+	}
+	if o.PollBatchSize <= 0 {
+		errs = append(errs, fmt.Errorf("--datastore-poll-batch-size must be positive, got %d", o.PollBatchSize))
+	}
+	if o.MaxOpenConns < 0 || o.MaxIdleConns < 0 {
+		errs = append(errs, fmt.Errorf("database connection limits must not be negative"))
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("--datastore-certfile and --datastore-keyfile must be given together"))
+	}
+	return errs
+}
+
+// sqliteEndpoint returns the kine endpoint for SQLite, with pragmas added
+// when the user gave none.
+func (o *Options) sqliteEndpoint() string {
+	if o.Endpoint == "" {
+		return "sqlite://" + filepath.Join(o.DataDir, "db", "state.db") + "?" + SQLitePragmas
+	}
+	if strings.Contains(o.Endpoint, "?") {
+		return o.Endpoint
+	}
+	return o.Endpoint + "?" + SQLitePragmas
+}
+
+// sqlitePath is the database file of a SQLite endpoint.
+func (o *Options) sqlitePath() string {
+	p := strings.TrimPrefix(o.sqliteEndpoint(), "sqlite://")
+	p, _, _ = strings.Cut(p, "?")
+	return p
+}

@@ -1,0 +1,120 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/k3s-io/kine/pkg/endpoint"
+	"github.com/k3s-io/kine/pkg/drivers/generic"
+	kinetls "github.com/k3s-io/kine/pkg/tls"
+	"k8s.io/klog/v2"
+)
+
+// maxUnixSocketPath keeps kine's socket path under the kernel's sun_path limit.
+const maxUnixSocketPath = 100
+
+// Backend is a running kine.
+type Backend struct {
+	// Kind is KindSQLite or KindMySQL.
+	Kind string
+	// Endpoints are the etcd endpoints the API server stores into.
+	Endpoints []string
+	// Description names the database without credentials, for logs.
+	Description string
+}
+
+// Start validates the data dir and the database, then starts kine serving
+// on a private unix socket. kine stops when ctx is cancelled; cancel it
+// only after the API server using it has stopped.
+func Start(ctx context.Context, o *Options) (*Backend, error) {
+	if err := EnsureWritableDir(o.DataDir); err != nil {
+		return nil, err
+	}
+	installLogBridge()
+
+	backendTLS := kinetls.Config{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile}
+	var kineEndpoint, description string
+	switch o.Kind() {
+	case KindMySQL:
+		cfg, err := o.mysqlConfig()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkMySQL(ctx, cfg, backendTLS, o.SkipMySQLSafetyChecks); err != nil {
+			return nil, err
+		}
+		kineEndpoint = "mysql://" + cfg.FormatDSN()
+		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
+	default:
+		path := o.sqlitePath()
+		if err := EnsureWritableDir(filepath.Dir(path)); err != nil {
+			return nil, err
+		}
+		kineEndpoint = o.sqliteEndpoint()
+		description = "sqlite " + path
+	}
+
+	socket, err := socketPath(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := endpoint.Listen(ctx, endpoint.Config{
+		Listener: "unix://" + socket,
+		Endpoint: kineEndpoint,
+		ConnectionPoolConfig: generic.ConnectionPoolConfig{
+			MaxIdle:     o.MaxIdleConns,
+			MaxOpen:     o.MaxOpenConns,
+			MaxLifetime: o.ConnMaxLifetime,
+			MaxIdleTime: o.ConnMaxIdleTime,
+		},
+		BackendTLSConfig:    backendTLS,
+		MetricsRegisterer:   metricsRegisterer{},
+		NotifyInterval:      o.NotifyInterval,
+		EmulatedETCDVersion: "3.6.11",
+		CompactInterval:     o.CompactInterval,
+		CompactTimeout:      o.CompactTimeout,
+		CompactMinRetain:    o.CompactMinRetain,
+		CompactBatchSize:    o.CompactBatchSize,
+		PollBatchSize:       o.PollBatchSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting kine on %s: %w", description, err)
+	}
+	klog.InfoS("Storage ready", "backend", description, "etcd", etcd.Endpoints)
+	return &Backend{Kind: o.Kind(), Endpoints: etcd.Endpoints, Description: description}, nil
+}
+
+// EnsureWritableDir creates dir if needed and proves a file can be written
+// there, so a read-only data dir fails at start with a clear message.
+func EnsureWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create data directory %s: %w; choose another --data-dir or fix its permissions", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".write-test-")
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w; choose another --data-dir or fix its permissions", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// socketPath returns kine's socket path: in the data dir when it fits the
+// unix socket limit, otherwise in a private temporary directory.
+func socketPath(dataDir string) (string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", fmt.Errorf("resolving data dir: %w", err)
+	}
+	p := filepath.Join(abs, "kine.sock")
+	if len(p) <= maxUnixSocketPath {
+		return p, nil
+	}
+	dir, err := os.MkdirTemp("", "cellfed-kine-")
+	if err != nil {
+		return "", fmt.Errorf("creating kine socket directory: %w", err)
+	}
+	return filepath.Join(dir, "kine.sock"), nil
+}

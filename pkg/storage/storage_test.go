@@ -1,0 +1,296 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/cellfed/cellfed/pkg/storage"
+	"github.com/cellfed/cellfed/test/framework"
+)
+
+// backends are the databases every storage test runs on: real kine on a
+// real SQLite file and on a real MariaDB.
+func backends(t *testing.T) map[string]func(t *testing.T) *storage.Options {
+	return map[string]func(t *testing.T) *storage.Options{
+		"sqlite": func(t *testing.T) *storage.Options {
+			o := storage.NewOptions()
+			o.DataDir = t.TempDir()
+			return o
+		},
+		"mariadb": func(t *testing.T) *storage.Options {
+			o := storage.NewOptions()
+			o.DataDir = t.TempDir()
+			o.Endpoint = framework.NewDatabase(t)
+			return o
+		},
+	}
+}
+
+func startKine(t *testing.T, o *storage.Options) *clientv3.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	b, err := storage.Start(ctx, o)
+	if err != nil {
+		t.Fatalf("starting kine: %v", err)
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   b.Endpoints,
+		DialTimeout: 10 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+	})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestStartRejectsBadInput(t *testing.T) {
+	file := t.TempDir() + "/file"
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		mutate  func(o *storage.Options)
+		wantErr []string
+	}{
+		{"data dir under a file", func(o *storage.Options) { o.DataDir = file + "/sub" }, []string{"cannot create data directory", "--data-dir"}},
+		{"unreachable mysql", func(o *storage.Options) { o.Endpoint = "mysql://root:s3cret@tcp(127.0.0.1:1)/x" }, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
+		{"malformed mysql dsn", func(o *storage.Options) { o.Endpoint = "mysql://root:s3cret@tcp(127.0.0.1:3306/x" }, []string{"not a valid MySQL DSN"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := storage.NewOptions()
+			o.DataDir = t.TempDir()
+			o.DialTimeout = time.Second
+			tt.mutate(o)
+			_, err := storage.Start(context.Background(), o)
+			if err == nil {
+				t.Fatal("Start succeeded, want an error")
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error leaks the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestValidateRejectsUnknownScheme(t *testing.T) {
+	o := storage.NewOptions()
+	o.Endpoint = "postgres://x"
+	errs := o.Validate()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `unsupported scheme "postgres"`) {
+		t.Fatalf("Validate() = %v, want one unsupported-scheme error", errs)
+	}
+}
+
+// TestRefusesUnsafeMySQLSettings starts a private MariaDB with
+// innodb_autoinc_lock_mode=2 and expects a refusal naming the setting.
+func TestRefusesUnsafeMySQLSettings(t *testing.T) {
+	db := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
+	o := storage.NewOptions()
+	o.DataDir = t.TempDir()
+	o.Endpoint = db.NewDatabase(t)
+	_, err := storage.Start(context.Background(), o)
+	if err == nil {
+		t.Fatal("Start succeeded on innodb_autoinc_lock_mode=2, want a refusal")
+	}
+	for _, want := range []string{"innodb_autoinc_lock_mode=2", "miss writes", "innodb_autoinc_lock_mode=1", "--unsafe-skip-mysql-safety-checks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not mention %q", err, want)
+		}
+	}
+	o.SkipMySQLSafetyChecks = true
+	startKine(t, o) // the override works
+}
+
+// TestListThenWatchConsistency is kine's known failure mode (kine #676):
+// many writers, and informer-style clients that list at a revision and
+// then watch from it, started while writes are in flight. After the
+// writers stop, every client's view must equal the store's.
+func TestListThenWatchConsistency(t *testing.T) {
+	for name, opts := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			checkListThenWatch(t, startKine(t, opts(t)), 8, 150, 12)
+		})
+	}
+	if os.Getenv("CELLFED_UNSAFE_LOCKMODE2") != "" {
+		// By hand: shows the check catches lost events on an unsafe server.
+		t.Run("mariadb-lock-mode-2", func(t *testing.T) {
+			db := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
+			o := storage.NewOptions()
+			o.DataDir = t.TempDir()
+			o.Endpoint = db.NewDatabase(t)
+			o.SkipMySQLSafetyChecks = true
+			checkListThenWatch(t, startKine(t, o), 16, 150, 24)
+		})
+	}
+}
+
+func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, clients int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prefix := fmt.Sprintf("/registry/test-%d/", rand.Int())
+
+	var writersDone sync.WaitGroup
+	for w := range writers {
+		writersDone.Add(1)
+		go func() {
+			defer writersDone.Done()
+			for i := range perWriter {
+				key := fmt.Sprintf("%sw%d-%d", prefix, w, i)
+				// Create, then update half of them, then delete a third:
+				// every kind of event is exercised.
+				if _, err := c.Put(ctx, key, "v1"); err != nil {
+					t.Errorf("put %s: %v", key, err)
+					return
+				}
+				if i%2 == 0 {
+					if _, err := c.Put(ctx, key, "v2"); err != nil {
+						t.Errorf("update %s: %v", key, err)
+						return
+					}
+				}
+				if i%3 == 0 {
+					if _, err := c.Delete(ctx, key); err != nil {
+						t.Errorf("delete %s: %v", key, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+
+	type view struct {
+		mu    sync.Mutex
+		state map[string]string
+		dupes int
+	}
+	views := make([]*view, clients)
+	var started sync.WaitGroup
+	for i := range clients {
+		views[i] = &view{state: map[string]string{}}
+		started.Add(1)
+		go func(v *view) {
+			defer started.Done()
+			time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond) // start at a random point of the write storm
+			resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+			if err != nil {
+				t.Errorf("list: %v", err)
+				return
+			}
+			revs := map[string]int64{}
+			for _, kv := range resp.Kvs {
+				v.state[string(kv.Key)] = string(kv.Value)
+				revs[string(kv.Key)] = kv.ModRevision
+			}
+			w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+			go func() {
+				for wr := range w {
+					v.mu.Lock()
+					for _, ev := range wr.Events {
+						k := string(ev.Kv.Key)
+						if ev.Kv.ModRevision <= revs[k] {
+							v.dupes++ // an event the client has already seen
+						}
+						revs[k] = ev.Kv.ModRevision
+						if ev.Type == clientv3.EventTypeDelete {
+							delete(v.state, k)
+						} else {
+							v.state[k] = string(ev.Kv.Value)
+						}
+					}
+					v.mu.Unlock()
+				}
+			}()
+		}(views[i])
+	}
+	writersDone.Wait()
+	started.Wait()
+	if t.Failed() {
+		return
+	}
+
+	final, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("final list: %v", err)
+	}
+	want := map[string]string{}
+	for _, kv := range final.Kvs {
+		want[string(kv.Key)] = string(kv.Value)
+	}
+	if wantLen := writers * (perWriter - (perWriter+2)/3); len(want) != wantLen {
+		t.Fatalf("store holds %d keys, want %d: acknowledged writes were lost", len(want), wantLen)
+	}
+	// Watchers lag the store by up to kine's poll interval: wait for them.
+	for i, v := range views {
+		err := framework.Poll(ctx, 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			return equalMaps(v.state, want), nil
+		})
+		v.mu.Lock()
+		if err != nil {
+			t.Errorf("client %d: view differs from the store after writers stopped: %s", i, diffMaps(v.state, want))
+		}
+		if v.dupes != 0 {
+			t.Errorf("client %d: received %d duplicate events", i, v.dupes)
+		}
+		v.mu.Unlock()
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func diffMaps(got, want map[string]string) string {
+	var missing, extra, stale []string
+	for k, v := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			missing = append(missing, k)
+		case g != v:
+			stale = append(stale, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	return fmt.Sprintf("%d missing %v, %d extra %v, %d stale %v", len(missing), head(missing), len(extra), head(extra), len(stale), head(stale))
+}
+
+func head(s []string) []string {
+	if len(s) > 5 {
+		return s[:5]
+	}
+	return s
+}

@@ -1,0 +1,249 @@
+// Package framework starts the real processes tests run against:
+// cellfed-apiserver, member kube-apiservers and private MariaDB servers.
+// Every process is killed when its test ends, and also when the test
+// binary itself dies (Pdeathsig), so no process outlives a test run.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RepoRoot is the directory holding go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("getwd: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// Binary returns the path of a binary built by `make build`
+// (bin/<name>, or $CELLFED_BIN_DIR/<name>), failing the test with the
+// command to run when it is missing.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv("CELLFED_BIN_DIR")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(t), "bin")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing: run `make build` first (the tests use the binaries it builds): %v", p, err)
+	}
+	return p
+}
+
+// Process is a child process whose output goes to a log file.
+type Process struct {
+	Name    string
+	LogPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// StartProcess starts bin with args; the process is killed at test end.
+func StartProcess(t testing.TB, name, logPath, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Name: name, LogPath: logPath}
+	if err := p.start(bin, args...); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("last lines of %s log (%s):\n%s", name, logPath, p.Tail(40))
+		}
+	})
+	return p
+}
+
+func (p *Process) start(bin string, args ...string) error {
+	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Die with the test binary, and get our own process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return err
+	}
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.done, p.err = cmd, done, nil
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Restart starts the same command again after the process has stopped.
+func (p *Process) Restart() error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+	default:
+		return fmt.Errorf("%s is still running", p.Name)
+	}
+	return p.start(cmd.Path, cmd.Args[1:]...)
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Wait waits for the process to end.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		_, err := p.Exited()
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Signal sends sig to the process group.
+func (p *Process) Signal(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	}
+}
+
+// Stop asks the process to stop (SIGTERM) and kills it after grace.
+func (p *Process) Stop(grace time.Duration) {
+	if done, _ := p.Exited(); done {
+		return
+	}
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
+}
+
+// Kill kills the process group at once and waits for it.
+func (p *Process) Kill() {
+	p.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
+// Log returns the whole log.
+func (p *Process) Log() string {
+	b, _ := os.ReadFile(p.LogPath)
+	return string(b)
+}
+
+// Tail returns the last n lines of the log.
+func (p *Process) Tail(n int) string {
+	lines := bytes.Split(bytes.TrimRight([]byte(p.Log()), "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Poll calls cond every interval until it returns true or timeout passes.
+// Condition errors are retried (the last one is reported on timeout),
+// except that a process that has exited ends the poll at once.
+func Poll(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok {
+			return nil
+		}
+		if errors.Is(err, errExited) {
+			return err
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("timed out after %s: %w", timeout, last)
+			}
+			return fmt.Errorf("timed out after %s", timeout)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// errExited is returned by readiness polls when the process has ended.
+var errExited = errors.New("process exited")
+
+func exitedError(p *Process) error {
+	done, err := p.Exited()
+	if !done {
+		return nil
+	}
+	return fmt.Errorf("%w (%v); last log lines:\n%s", errExited, err, strings.TrimSpace(p.Tail(15)))
+}

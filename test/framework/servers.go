@@ -1,0 +1,178 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const readyTimeout = 60 * time.Second
+
+// Server is a running API server process with an admin kubeconfig.
+type Server struct {
+	*Process
+	DataDir    string
+	Port       int
+	Kubeconfig string
+}
+
+// RESTConfig loads the admin kubeconfig.
+func (s *Server) RESTConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatalf("loading %s: %v", s.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg
+}
+
+// Client is a clientset for the admin user.
+func (s *Server) Client(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(s.RESTConfig(t))
+	if err != nil {
+		t.Fatalf("client for %s: %v", s.Name, err)
+	}
+	return c
+}
+
+// WaitReady polls /readyz until it answers ok.
+func (s *Server) WaitReady(ctx context.Context) error {
+	return Poll(ctx, 50*time.Millisecond, readyTimeout, func(ctx context.Context) (bool, error) {
+		if err := exitedError(s.Process); err != nil {
+			return false, err
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+		if err != nil {
+			return false, err // not written yet
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false, err
+		}
+		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, body)
+		}
+		return string(body) == "ok", nil
+	})
+}
+
+// RestartAndWait restarts a stopped server and waits until it is ready.
+func (s *Server) RestartAndWait(t testing.TB) {
+	t.Helper()
+	if err := s.Restart(); err != nil {
+		t.Fatalf("restarting %s: %v", s.Name, err)
+	}
+	if err := s.WaitReady(context.Background()); err != nil {
+		t.Fatalf("%s not ready after restart: %v", s.Name, err)
+	}
+}
+
+// PlaneOptions configures StartPlane.
+type PlaneOptions struct {
+	// DataDir defaults to a new temporary directory.
+	DataDir string
+	// Endpoint is --datastore-endpoint ("" = SQLite).
+	Endpoint string
+	// Args are extra flags.
+	Args []string
+	// NoWait returns without waiting for readiness.
+	NoWait bool
+}
+
+// PlaneArgs are the flags StartPlane passes for a data dir and port.
+func PlaneArgs(dataDir string, port int, o PlaneOptions) []string {
+	args := []string{
+		"--data-dir=" + dataDir,
+		"--secure-port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1",
+	}
+	if o.Endpoint != "" {
+		args = append(args, "--datastore-endpoint="+o.Endpoint)
+	}
+	return append(args, o.Args...)
+}
+
+// StartPlane starts bin/cellfed-apiserver and waits until it is ready.
+func StartPlane(t testing.TB, o PlaneOptions) *Server {
+	t.Helper()
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	port := FreePort(t)
+	p := StartProcess(t, "cellfed-apiserver", filepath.Join(o.DataDir, "apiserver.log"),
+		Binary(t, "cellfed-apiserver"), PlaneArgs(o.DataDir, port, o)...)
+	s := &Server{Process: p, DataDir: o.DataDir, Port: port, Kubeconfig: filepath.Join(o.DataDir, "admin.kubeconfig")}
+	if !o.NoWait {
+		if err := s.WaitReady(context.Background()); err != nil {
+			t.Fatalf("cellfed-apiserver did not become ready: %v", err)
+		}
+	}
+	return s
+}
+
+// StartMember starts one real kube-apiserver (bin/member-apiserver) on a
+// loopback port with its own SQLite database.
+func StartMember(t testing.TB, name string) *Server {
+	t.Helper()
+	s, err := startMember(t, Binary(t, "member-apiserver"), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// StartMembers starts n members in parallel, named member-0 … member-(n-1).
+func StartMembers(t testing.TB, n int) []*Server {
+	t.Helper()
+	bin := Binary(t, "member-apiserver")
+	members := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			members[i], errs[i] = startMember(t, bin, fmt.Sprintf("member-%d", i))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return members
+}
+
+// startMember may run off the test goroutine, so it returns errors
+// instead of failing the test.
+func startMember(t testing.TB, bin, name string) (*Server, error) {
+	dir := t.TempDir()
+	port := FreePort(t)
+	p := &Process{Name: "member " + name, LogPath: filepath.Join(dir, "apiserver.log")}
+	if err := p.start(bin, "--data-dir="+dir, "--secure-port="+strconv.Itoa(port), "--v=0"); err != nil {
+		return nil, fmt.Errorf("starting member %s: %w", name, err)
+	}
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("last lines of %s log:\n%s", p.Name, p.Tail(40))
+		}
+	})
+	s := &Server{Process: p, DataDir: dir, Port: port, Kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	if err := s.WaitReady(context.Background()); err != nil {
+		return nil, fmt.Errorf("member %s did not become ready: %w", name, err)
+	}
+	return s, nil
+}

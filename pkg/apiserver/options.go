@@ -21,8 +21,8 @@ import (
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	cliflag "k8s.io/component-base/cli/flag"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
-	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 	certapproval "k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
 	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest"
 	certsigning "k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
@@ -157,6 +157,9 @@ func (o *Options) completeFiles() error {
 	var hosts []string
 	if ip := o.ControlPlane.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, ip.String())
+		if o.ControlPlane.GenericServerRunOptions.ExternalHost == "" {
+			o.ControlPlane.GenericServerRunOptions.ExternalHost = ip.String()
+		}
 	}
 	hosts = append(hosts, o.ExtraSANs...)
 	files := o.PKIFiles()

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -61,17 +62,23 @@ func redactKineMessage(msg string) string {
 }
 
 // metricsRegisterer registers kine's collectors in the API server's
-// registry, so they appear on the plane's /metrics.
+// registry, so they appear on the plane's /metrics. kine's collectors are
+// package globals: a second kine in one process (tests) keeps the first's.
 type metricsRegisterer struct{}
 
 func (metricsRegisterer) Register(c prometheus.Collector) error {
-	legacyregistry.RawMustRegister(c)
-	return nil
+	err := legacyregistry.Registerer().Register(c)
+	if errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return nil
+	}
+	return err
 }
 
 func (m metricsRegisterer) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
-		_ = m.Register(c)
+		if err := m.Register(c); err != nil {
+			klog.ErrorS(err, "Registering kine metrics")
+		}
 	}
 }
 

@@ -88,7 +88,8 @@ func checkMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Confi
 	}
 	for _, s := range unsafeSettings {
 		var name, value string
-		err := db.QueryRowContext(pingCtx, "SHOW GLOBAL VARIABLES LIKE ?", s.variable).Scan(&name, &value)
+		// The names are constants: SHOW cannot take placeholders.
+		err := db.QueryRowContext(pingCtx, "SHOW GLOBAL VARIABLES LIKE '"+s.variable+"'").Scan(&name, &value)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // this server does not have the variable
 		}

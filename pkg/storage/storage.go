@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/k3s-io/kine/pkg/endpoint"
 	"github.com/k3s-io/kine/pkg/drivers/generic"
+	"github.com/k3s-io/kine/pkg/endpoint"
 	kinetls "github.com/k3s-io/kine/pkg/tls"
 	"k8s.io/klog/v2"
 )

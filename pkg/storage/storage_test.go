@@ -128,7 +128,7 @@ func TestRefusesUnsafeMySQLSettings(t *testing.T) {
 func TestListThenWatchConsistency(t *testing.T) {
 	for name, opts := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			checkListThenWatch(t, startKine(t, opts(t)), 8, 150, 12)
+			checkListThenWatch(t, startKine(t, opts(t)), 16, 150, 24)
 		})
 	}
 	if os.Getenv("CELLFED_UNSAFE_LOCKMODE2") != "" {
@@ -139,7 +139,7 @@ func TestListThenWatchConsistency(t *testing.T) {
 			o.DataDir = t.TempDir()
 			o.Endpoint = db.NewDatabase(t)
 			o.SkipMySQLSafetyChecks = true
-			checkListThenWatch(t, startKine(t, o), 16, 150, 24)
+			checkListThenWatch(t, startKine(t, o), 32, 150, 64)
 		})
 	}
 }
@@ -156,20 +156,21 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 			defer writersDone.Done()
 			for i := range perWriter {
 				key := fmt.Sprintf("%sw%d-%d", prefix, w, i)
-				// Create, then update half of them, then delete a third:
-				// every kind of event is exercised.
-				if _, err := c.Put(ctx, key, "v1"); err != nil {
-					t.Errorf("put %s: %v", key, err)
+				// Create, update half, delete a third: every kind of event,
+				// each as the compare-and-swap transaction the API server sends.
+				rev, err := casTxn(ctx, c, key, 0, clientv3.OpPut(key, "v1"))
+				if err != nil {
+					t.Errorf("create %s: %v", key, err)
 					return
 				}
 				if i%2 == 0 {
-					if _, err := c.Put(ctx, key, "v2"); err != nil {
+					if rev, err = casTxn(ctx, c, key, rev, clientv3.OpPut(key, "v2")); err != nil {
 						t.Errorf("update %s: %v", key, err)
 						return
 					}
 				}
 				if i%3 == 0 {
-					if _, err := c.Delete(ctx, key); err != nil {
+					if _, err := casTxn(ctx, c, key, rev, clientv3.OpDelete(key)); err != nil {
 						t.Errorf("delete %s: %v", key, err)
 						return
 					}
@@ -255,6 +256,19 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 		}
 		v.mu.Unlock()
 	}
+}
+
+// casTxn applies op if key's mod revision is still rev, and returns the
+// new revision.
+func casTxn(ctx context.Context, c *clientv3.Client, key string, rev int64, op clientv3.Op) (int64, error) {
+	resp, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).Then(op).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return 0, err
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("conflict: %s changed behind the writer's back", key)
+	}
+	return resp.Header.Revision, nil
 }
 
 func equalMaps(a, b map[string]string) bool {

@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cellfed/cellfed/test/framework"
+)
+
+// backends are the storage set-ups every plane test runs on.
+var backends = []struct {
+	name     string
+	endpoint func(t testing.TB) string
+}{
+	{"sqlite", func(testing.TB) string { return "" }},
+	{"mariadb", framework.NewDatabase},
+}
+
+// TestKubectlAgainstPlane drives the plane with the real kubectl on each
+// backend: namespace, secret, a two-version CRD converted by a webhook,
+// discovery, authorization; then restarts the plane and finds it all again.
+func TestKubectlAgainstPlane(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.endpoint(t)})
+			k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+			webhook := startWidgetConverter(t)
+
+			var v struct {
+				ServerVersion struct{ GitVersion, Major, Minor string }
+			}
+			if err := json.Unmarshal([]byte(k.MustRun(t, "", "version", "-o", "json")), &v); err != nil {
+				t.Fatalf("kubectl version -o json: %v", err)
+			}
+			if !strings.HasPrefix(v.ServerVersion.GitVersion, "v1.36.4") || v.ServerVersion.Major != "1" || v.ServerVersion.Minor != "36" {
+				t.Errorf("server version = %+v, want v1.36.4 (major 1, minor 36)", v.ServerVersion)
+			}
+
+			k.MustRun(t, "", "create", "namespace", "demo")
+			k.MustRun(t, "", "-n", "demo", "create", "secret", "generic", "db", "--from-literal=password=hunter2")
+			k.MustRun(t, widgetCRD(webhook), "apply", "-f", "-")
+			k.MustRun(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.fixtures.cellfed.io")
+			// One object written in each version.
+			k.MustRun(t, widget("v1", "small", "size", 3), "apply", "-f", "-")
+			k.MustRun(t, widget("v2", "large", "replicas", 7), "apply", "-f", "-")
+			checkWidgets(t, k)
+
+			resources := k.MustRun(t, "", "api-resources", "-o", "name")
+			for _, r := range []string{"namespaces", "secrets", "configmaps", "serviceaccounts", "events", "leases.coordination.k8s.io",
+				"clusterroles.rbac.authorization.k8s.io", "customresourcedefinitions.apiextensions.k8s.io",
+				"validatingwebhookconfigurations.admissionregistration.k8s.io", "tokenreviews.authentication.k8s.io",
+				"subjectaccessreviews.authorization.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "widgets.fixtures.cellfed.io"} {
+				if !containsLine(resources, r) {
+					t.Errorf("kubectl api-resources does not list %s", r)
+				}
+			}
+			for _, r := range []string{"pods", "nodes"} {
+				if containsLine(resources, r) {
+					t.Errorf("kubectl api-resources lists %s, which the plane must not serve", r)
+				}
+			}
+			if out := strings.TrimSpace(k.MustRun(t, "", "auth", "can-i", "create", "secrets", "-n", "demo")); out != "yes" {
+				t.Errorf("admin: can-i create secrets = %q, want yes", out)
+			}
+			// RBAC is on: an unknown user may not read secrets (can-i exits 1 on "no").
+			out, err := k.Run(context.Background(), "", "auth", "can-i", "get", "secrets", "-n", "demo", "--as=mallory")
+			if strings.TrimSpace(out) != "no" || err == nil {
+				t.Errorf("mallory: can-i get secrets = %q (%v), want no", out, err)
+			}
+
+			plane.Stop(30 * time.Second)
+			plane.RestartAndWait(t)
+			k.MustRun(t, "", "get", "namespace", "demo")
+			if got := k.MustRun(t, "", "-n", "demo", "get", "secret", "db", "-o", "jsonpath={.data.password}"); got != "aHVudGVyMg==" {
+				t.Errorf("secret after restart = %q, want base64(hunter2)", got)
+			}
+			checkWidgets(t, k)
+		})
+	}
+}
+
+// checkWidgets reads both widgets in both versions.
+func checkWidgets(t *testing.T, k framework.Kubectl) {
+	t.Helper()
+	for _, c := range []struct{ name, version, field, want string }{
+		{"small", "v1", "size", "3"}, {"small", "v2", "replicas", "3"},
+		{"large", "v1", "size", "7"}, {"large", "v2", "replicas", "7"},
+	} {
+		got := k.MustRun(t, "", "-n", "demo", "get", "widgets."+c.version+".fixtures.cellfed.io", c.name, "-o", "jsonpath={.spec."+c.field+"}")
+		if got != c.want {
+			t.Errorf("widget %s read as %s: spec.%s = %q, want %s", c.name, c.version, c.field, got, c.want)
+		}
+	}
+}
+
+func containsLine(out, line string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+// TestStartupRefusesBadInput: each bad input gives one clear error line,
+// a non-zero exit, and leaves existing files alone.
+func TestStartupRefusesBadInput(t *testing.T) {
+	bin := framework.Binary(t, "cellfed-apiserver")
+	busy := framework.ListenBusyPort(t)
+	fileNotDir := framework.WriteTempFile(t, "not a directory")
+	unsafeDB := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
+
+	// A plane that ran once, whose CA certificate then got corrupted.
+	corruptDir := t.TempDir()
+	framework.StartPlane(t, framework.PlaneOptions{DataDir: corruptDir}).Stop(30 * time.Second)
+	framework.OverwriteFile(t, corruptDir+"/pki/ca.crt", "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n")
+
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"port in use", []string{"--data-dir=" + t.TempDir(), fmt.Sprintf("--secure-port=%d", busy)}, []string{"port is in use", "--secure-port"}},
+		{"unwritable data dir", []string{"--data-dir=" + fileNotDir + "/data"}, []string{"data directory", "--data-dir"}},
+		{"unreachable mysql", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=mysql://root:pw-s3cret@tcp(127.0.0.1:1)/cellfed"}, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
+		{"unknown scheme", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=postgres://x"}, []string{`unsupported scheme "postgres"`}},
+		{"corrupt certificate", []string{"--data-dir=" + corruptDir}, []string{"ca.crt is unusable", "restore it"}},
+		{"mysql lock mode 2", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=" + unsafeDB.NewDatabase(t)},
+			[]string{"innodb_autoinc_lock_mode=2", "miss writes", "innodb_autoinc_lock_mode=1", "--unsafe-skip-mysql-safety-checks"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := framework.SnapshotDir(t, corruptDir)
+			// Later flags win: tests that need a port name it after this default.
+			code, lastLine := framework.RunToExit(t, bin, append([]string{"--secure-port=0"}, tt.args...)...)
+			if code == 0 {
+				t.Fatalf("exit code 0, want non-zero")
+			}
+			if !strings.HasPrefix(lastLine, "cellfed-apiserver: ") {
+				t.Errorf("last line %q is not the error line", lastLine)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(lastLine, w) {
+					t.Errorf("error line %q does not mention %q", lastLine, w)
+				}
+			}
+			if strings.Contains(lastLine, "s3cret") {
+				t.Errorf("error line leaks the database password: %q", lastLine)
+			}
+			if after := framework.SnapshotDir(t, corruptDir); !framework.SameFiles(before, after) {
+				t.Errorf("files in the data dir changed after a failed start")
+			}
+		})
+	}
+}
+
+// TestPlaneSurvivesMariaDBRestart kills MariaDB (SIGKILL) while a writer
+// and a watch run through the plane, then starts it again: no acknowledged
+// write is lost, no watch event is missed, the plane recovers by itself.
+func TestPlaneSurvivesMariaDBRestart(t *testing.T) {
+	db := framework.StartMariaDB(t)
+	plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.NewDatabase(t)})
+	client := plane.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	w := framework.StartConfigMapWriter(ctx, t, client, "default", "survivor")
+	seen := framework.WatchConfigMaps(ctx, t, client, "default")
+
+	w.WaitAcked(t, 50)
+	db.Process.Signal(syscall.SIGKILL)
+	if err := db.Process.Wait(ctx); err == nil {
+		t.Fatalf("mariadbd exited cleanly after SIGKILL?")
+	}
+	w.WaitFailures(t, 1) // the outage is visible to clients
+	if err := db.Process.Restart(); err != nil {
+		t.Fatalf("restarting mariadbd: %v", err)
+	}
+	db.WaitReady(t)
+	ackedAtRestart := w.Acked()
+	w.WaitAcked(t, ackedAtRestart+50) // the plane recovered by itself
+	acked := w.Stop()
+
+	list := framework.ListConfigMapNames(ctx, t, client, "default")
+	for _, name := range acked {
+		if !list[name] {
+			t.Errorf("acknowledged write %s is missing after the MariaDB restart", name)
+		}
+	}
+	if err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+		return seen.HasAll(acked), nil
+	}); err != nil {
+		t.Errorf("watch missed events: %v; missing %v", err, seen.Missing(acked))
+	}
+	if exited, err := plane.Exited(); exited {
+		t.Errorf("the plane exited during the MariaDB outage: %v", err)
+	}
+	t.Logf("%d writes acknowledged, %d failed during the outage", len(acked), w.Failures())
+}

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -108,6 +109,9 @@ func StartPlane(t testing.TB, o PlaneOptions) *Server {
 	t.Helper()
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		t.Fatal(err)
 	}
 	port := FreePort(t)
 	p := StartProcess(t, "cellfed-apiserver", filepath.Join(o.DataDir, "apiserver.log"),

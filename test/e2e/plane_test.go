@@ -65,6 +65,17 @@ func TestKubectlAgainstPlane(t *testing.T) {
 					t.Errorf("kubectl api-resources lists %s, which the plane must not serve", r)
 				}
 			}
+			for _, path := range []string{"/livez", "/readyz"} {
+				if got := k.MustRun(t, "", "get", "--raw", path); got != "ok" {
+					t.Errorf("%s = %q, want ok", path, got)
+				}
+			}
+			metrics := k.MustRun(t, "", "get", "--raw", "/metrics")
+			for _, m := range []string{"apiserver_request_total", "kine_sql_total", "etcd_request_duration_seconds"} {
+				if !strings.Contains(metrics, m) {
+					t.Errorf("/metrics has no %s", m)
+				}
+			}
 			if out := strings.TrimSpace(k.MustRun(t, "", "auth", "can-i", "create", "secrets", "-n", "demo")); out != "yes" {
 				t.Errorf("admin: can-i create secrets = %q, want yes", out)
 			}

@@ -13,13 +13,18 @@ GO_BUILD := go build -ldflags '$(LDFLAGS)'
 DATA_DIR ?= .cellfed
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test test-unit test-e2e bench mariadb fmt vet verify clean
+.PHONY: all build kubectl run test test-unit bench mariadb fmt vet clean
 
 all: build
 
 # go build caches packages, so a rebuild after a small change only relinks.
 build:
 	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./test/member-apiserver
+
+# Tests drive the real kubectl: the one on PATH, or one built from the
+# Kubernetes module we depend on when the machine has none.
+kubectl:
+	@command -v kubectl >/dev/null 2>&1 || test -x bin/kubectl || { echo "no kubectl on PATH: building bin/kubectl"; $(GO_BUILD) -o bin/kubectl k8s.io/kubernetes/cmd/kubectl; }
 
 run: build
 	@echo "Starting cellfed-apiserver on embedded SQLite in $(DATA_DIR) (Ctrl-C stops it; data is kept)."
@@ -31,7 +36,7 @@ mariadb:
 
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
 # end-to-end tests with kubectl against real processes.
-test: build mariadb vet
+test: build kubectl mariadb vet
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-unit:

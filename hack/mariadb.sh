@@ -29,7 +29,7 @@ start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --u
 for _ in $(seq 1 100); do
   if addr_ok; then echo "mariadb: running on 127.0.0.1:3306"; exit 0; fi
   # A fresh install may only allow root over the unix socket.
-  mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" >/dev/null 2>&1 || true
+  mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" >/dev/null 2>&1 || true
   sleep 0.2
 done
 echo "mariadb: did not come up on 127.0.0.1:3306" >&2

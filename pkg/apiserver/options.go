@@ -101,7 +101,6 @@ func (o *Options) Validate() error {
 	if o.ControllerWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--controller-workers must be at least 1, got %d", o.ControllerWorkers))
 	}
-	o.Storage.DataDir = o.DataDir
 	errs = append(errs, o.Storage.Validate()...)
 	return errors.Join(errs...)
 }

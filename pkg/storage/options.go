@@ -30,7 +30,8 @@ type Options struct {
 	// Endpoint is "" (SQLite in DataDir), "sqlite://<path>[?params]" or
 	// "mysql://user:pass@tcp(host:port)/db[?params]" (a go-sql-driver DSN).
 	Endpoint string
-	// DataDir holds the SQLite database and kine's unix socket.
+	// DataDir holds the SQLite database and kine's unix socket. It is set
+	// by the owner of the data dir (the API server), not by a flag.
 	DataDir string
 
 	// TLS towards the database (MySQL only).
@@ -64,7 +65,6 @@ type Options struct {
 // NewOptions returns the defaults the plane runs with.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:          ".cellfed",
 		MaxOpenConns:     0, // unlimited: capping it costs throughput (see shared/notes/kine.md)
 		MaxIdleConns:     20,
 		ConnMaxLifetime:  30 * time.Minute,
@@ -117,9 +117,6 @@ func (o *Options) Validate() []error {
 	default:
 		scheme, _, _ := strings.Cut(o.Endpoint, "://")
 		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db or mysql://user:pass@tcp(host:3306)/db", scheme))
-	}
-	if o.DataDir == "" {
-		errs = append(errs, fmt.Errorf("--data-dir must not be empty"))
 	}
 	if o.NotifyInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive, got %s", o.NotifyInterval))

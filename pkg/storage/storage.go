@@ -29,6 +29,9 @@ type Backend struct {
 // on a private unix socket. kine stops when ctx is cancelled; cancel it
 // only after the API server using it has stopped.
 func Start(ctx context.Context, o *Options) (*Backend, error) {
+	if o.DataDir == "" {
+		return nil, fmt.Errorf("storage: no data directory set")
+	}
 	if err := EnsureWritableDir(o.DataDir); err != nil {
 		return nil, err
 	}

@@ -100,31 +100,28 @@ func TestCoreControllers(t *testing.T) {
 		if _, err := c.RbacV1().ClusterRoles().Create(ctx, part, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := framework.Poll(ctx, 100*time.Millisecond, controllerTimeout, func(ctx context.Context) (bool, error) {
+		waitFor(t, "the aggregated role to get the rule", func(ctx context.Context) (bool, error) {
 			got, err := c.RbacV1().ClusterRoles().Get(ctx, agg.Name, metav1.GetOptions{})
 			return err == nil && len(got.Rules) == 1 && got.Rules[0].Resources[0] == "configmaps", err
-		}); err != nil {
-			t.Fatalf("aggregated role never got the rule: %v", err)
-		}
+		})
 	})
 }
 
+// waitGone waits until get reports NotFound.
 func waitGone(t *testing.T, get func(context.Context) error) {
 	t.Helper()
-	if err := framework.Poll(context.Background(), 100*time.Millisecond, controllerTimeout, func(ctx context.Context) (bool, error) {
-		err := get(ctx)
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatalf("object never went away: %v", err)
-	}
+	waitFor(t, "object to go away", func(ctx context.Context) (bool, error) { return apierrors.IsNotFound(get(ctx)), nil })
 }
 
+// waitFound waits until get succeeds.
 func waitFound(t *testing.T, get func(context.Context) error) {
 	t.Helper()
-	if err := framework.Poll(context.Background(), 100*time.Millisecond, controllerTimeout, func(ctx context.Context) (bool, error) {
-		err := get(ctx)
-		return err == nil, err
-	}); err != nil {
-		t.Fatalf("object never appeared: %v", err)
+	waitFor(t, "object to appear", func(ctx context.Context) (bool, error) { err := get(ctx); return err == nil, err })
+}
+
+func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := framework.Poll(context.Background(), 100*time.Millisecond, controllerTimeout, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

@@ -4,11 +4,38 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// kubectlPath is $CELLFED_KUBECTL, else kubectl on PATH, else the
+// bin/kubectl that `make kubectl` builds when the machine has none.
+var kubectlPath = sync.OnceValue(func() string {
+	if p := os.Getenv("CELLFED_KUBECTL"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	if dir, err := os.Getwd(); err == nil {
+		for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+			if p := filepath.Join(dir, "bin", "kubectl"); fileExists(p) {
+				return p
+			}
+		}
+	}
+	return "kubectl" // fails with a clear "not found"
+})
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
 
 // Kubectl runs the real kubectl binary against a kubeconfig.
 type Kubectl struct {
@@ -19,7 +46,7 @@ type Kubectl struct {
 func (k Kubectl) Run(ctx context.Context, stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig=" + k.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, kubectlPath(), append([]string{"--kubeconfig=" + k.Kubeconfig}, args...)...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

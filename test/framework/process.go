@@ -69,9 +69,19 @@ type Process struct {
 // StartProcess starts bin with args; the process is killed at test end.
 func StartProcess(t testing.TB, name, logPath, bin string, args ...string) *Process {
 	t.Helper()
+	p, err := startProcess(t, name, logPath, bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startProcess is StartProcess for use off the test goroutine: it returns
+// errors instead of failing the test.
+func startProcess(t testing.TB, name, logPath, bin string, args ...string) (*Process, error) {
 	p := &Process{Name: name, LogPath: logPath}
 	if err := p.start(bin, args...); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
@@ -79,7 +89,7 @@ func StartProcess(t testing.TB, name, logPath, bin string, args ...string) *Proc
 			t.Logf("last lines of %s log (%s):\n%s", name, logPath, p.Tail(40))
 		}
 	})
-	return p
+	return p, nil
 }
 
 func (p *Process) start(bin string, args ...string) error {

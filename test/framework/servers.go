@@ -164,16 +164,11 @@ func StartMembers(t testing.TB, n int) []*Server {
 func startMember(t testing.TB, bin, name string) (*Server, error) {
 	dir := t.TempDir()
 	port := FreePort(t)
-	p := &Process{Name: "member " + name, LogPath: filepath.Join(dir, "apiserver.log")}
-	if err := p.start(bin, "--data-dir="+dir, "--secure-port="+strconv.Itoa(port), "--v=0"); err != nil {
-		return nil, fmt.Errorf("starting member %s: %w", name, err)
+	p, err := startProcess(t, "member "+name, filepath.Join(dir, "apiserver.log"), bin,
+		"--data-dir="+dir, "--secure-port="+strconv.Itoa(port), "--v=0")
+	if err != nil {
+		return nil, err
 	}
-	t.Cleanup(func() {
-		p.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("last lines of %s log:\n%s", p.Name, p.Tail(40))
-		}
-	})
 	s := &Server{Process: p, DataDir: dir, Port: port, Kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
 	if err := s.WaitReady(context.Background()); err != nil {
 		return nil, fmt.Errorf("member %s did not become ready: %w", name, err)

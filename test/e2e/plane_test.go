@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cellfed/cellfed/test/framework"
 )
 
@@ -140,6 +144,7 @@ func TestStartupRefusesBadInput(t *testing.T) {
 		{"port in use", []string{"--data-dir=" + t.TempDir(), fmt.Sprintf("--secure-port=%d", busy)}, []string{"port is in use", "--secure-port"}},
 		{"unwritable data dir", []string{"--data-dir=" + fileNotDir + "/data"}, []string{"data directory", "--data-dir"}},
 		{"unreachable mysql", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=mysql://root:pw-s3cret@tcp(127.0.0.1:1)/cellfed"}, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
+		{"wrong mysql password", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=mysql://cellfed-nobody:pw-s3cret@tcp(" + framework.SharedMySQLAddr() + ")/cellfed"}, []string{"cannot connect to MySQL", "Access denied", "password"}},
 		{"unknown scheme", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=postgres://x"}, []string{`unsupported scheme "postgres"`}},
 		{"corrupt certificate", []string{"--data-dir=" + corruptDir}, []string{"ca.crt is unusable", "restore it"}},
 		{"mysql lock mode 2", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=" + unsafeDB.NewDatabase(t)},
@@ -213,4 +218,47 @@ func TestPlaneSurvivesMariaDBRestart(t *testing.T) {
 		t.Errorf("the plane exited during the MariaDB outage: %v", err)
 	}
 	t.Logf("%d writes acknowledged, %d failed during the outage", len(acked), w.Failures())
+}
+
+// TestPlaneFailsFastOnHungMariaDB freezes MariaDB (SIGSTOP): with the DSN
+// timeouts the plane adds, a write fails within seconds instead of hanging
+// until the request times out, and the plane recovers when MariaDB resumes.
+func TestPlaneFailsFastOnHungMariaDB(t *testing.T) {
+	t.Parallel()
+	db := framework.StartMariaDB(t)
+	plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.NewDatabase(t),
+		Args: []string{"--datastore-read-timeout=2s", "--datastore-write-timeout=2s"}})
+	client := plane.Client(t)
+	ctx := context.Background()
+	create := func(name string) error {
+		ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+		defer cancel()
+		_, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		return err
+	}
+	if err := create("before"); err != nil {
+		t.Fatalf("create before the freeze: %v", err)
+	}
+
+	db.Process.Signal(syscall.SIGSTOP)
+	start := time.Now()
+	err := create("frozen")
+	took := time.Since(start)
+	db.Process.Signal(syscall.SIGCONT)
+	if err == nil {
+		t.Fatalf("create succeeded while MariaDB was frozen")
+	}
+	// Without the timeouts this takes the API server's request timeout
+	// (34 s measured); with them, about one read timeout.
+	if took > 20*time.Second {
+		t.Errorf("create against a frozen MariaDB took %s (%v): the DSN timeouts are not applied", took, err)
+	}
+	t.Logf("create against a frozen MariaDB failed after %s: %v", took.Round(time.Millisecond), err)
+
+	if err := framework.Poll(ctx, 200*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
+		err := create("after")
+		return err == nil || apierrors.IsAlreadyExists(err), err
+	}); err != nil {
+		t.Fatalf("plane did not recover after MariaDB resumed: %v", err)
+	}
 }

@@ -123,26 +123,27 @@ func (o *Options) serverURL() string {
 
 // listen opens the secure port first, so that a port in use fails before
 // any file or database is touched.
-func (o *Options) listen(ctx context.Context) (net.Listener, error) {
+func (o *Options) listen(ctx context.Context) error {
 	ss := o.ControlPlane.SecureServing
 	if ss.Listener != nil {
-		return ss.Listener, nil
+		return nil
 	}
 	addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("cannot listen on %s: the port is in use by another process; stop it or choose another --secure-port", addr)
+			return fmt.Errorf("cannot listen on %s: the port is in use by another process; stop it or choose another --secure-port", addr)
 		}
-		return nil, fmt.Errorf("cannot listen on %s: %w; check --bind-address and --secure-port", addr, err)
+		return fmt.Errorf("cannot listen on %s: %w; check --bind-address and --secure-port", addr, err)
 	}
 	ss.Listener = ln
 	ss.BindPort = ln.Addr().(*net.TCPAddr).Port
-	return ln, nil
+	return nil
 }
 
-// complete prepares files and wires them into the control-plane options:
-// certificates, the service-account key and the storage endpoints.
+// completeFiles makes sure the data dir is writable and holds the PKI, and
+// wires certificates and the service-account key into the control-plane
+// options (flags the user set explicitly win).
 func (o *Options) completeFiles() error {
 	abs, err := filepath.Abs(o.DataDir)
 	if err != nil {

@@ -34,7 +34,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if _, err := o.listen(ctx); err != nil {
+	if err := o.listen(ctx); err != nil {
 		return err
 	}
 	if err := o.completeFiles(); err != nil {

@@ -17,8 +17,6 @@ const maxUnixSocketPath = 100
 
 // Backend is a running kine.
 type Backend struct {
-	// Kind is KindSQLite or KindMySQL.
-	Kind string
 	// Endpoints are the etcd endpoints the API server stores into.
 	Endpoints []string
 	// Description names the database without credentials, for logs.
@@ -86,7 +84,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		return nil, fmt.Errorf("starting kine on %s: %w", description, err)
 	}
 	klog.InfoS("Storage ready", "backend", description, "etcd", etcd.Endpoints)
-	return &Backend{Kind: o.Kind(), Endpoints: etcd.Endpoints, Description: description}, nil
+	return &Backend{Endpoints: etcd.Endpoints, Description: description}, nil
 }
 
 // EnsureWritableDir creates dir if needed and proves a file can be written

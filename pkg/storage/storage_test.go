@@ -245,11 +245,11 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 		err := framework.Poll(ctx, 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
 			v.mu.Lock()
 			defer v.mu.Unlock()
-			return equalMaps(v.state, want), nil
+			return framework.DiffViews(v.state, want) == "", nil
 		})
 		v.mu.Lock()
 		if err != nil {
-			t.Errorf("client %d: view differs from the store after writers stopped: %s", i, diffMaps(v.state, want))
+			t.Errorf("client %d: view differs from the store after writers stopped: %s", i, framework.DiffViews(v.state, want))
 		}
 		if v.dupes != 0 {
 			t.Errorf("client %d: received %d duplicate events", i, v.dupes)
@@ -269,42 +269,4 @@ func casTxn(ctx context.Context, c *clientv3.Client, key string, rev int64, op c
 		return 0, fmt.Errorf("conflict: %s changed behind the writer's back", key)
 	}
 	return resp.Header.Revision, nil
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
-}
-
-func diffMaps(got, want map[string]string) string {
-	var missing, extra, stale []string
-	for k, v := range want {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			missing = append(missing, k)
-		case g != v:
-			stale = append(stale, k)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			extra = append(extra, k)
-		}
-	}
-	return fmt.Sprintf("%d missing %v, %d extra %v, %d stale %v", len(missing), head(missing), len(extra), head(extra), len(stale), head(stale))
-}
-
-func head(s []string) []string {
-	if len(s) > 5 {
-		return s[:5]
-	}
-	return s
 }

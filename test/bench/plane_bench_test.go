@@ -23,17 +23,10 @@ const objects = 1000
 // BenchmarkPlane starts the plane on SQLite and on MariaDB and reports
 // ready time, RSS, and create/get/list latency for 1,000 config maps.
 func BenchmarkPlane(b *testing.B) {
-	backends := []struct {
-		name     string
-		endpoint func(testing.TB) string
-	}{
-		{"sqlite", func(testing.TB) string { return "" }},
-		{"mariadb", framework.NewDatabase},
-	}
-	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
+	for _, be := range framework.Backends {
+		b.Run(be.Name, func(b *testing.B) {
 			for range b.N {
-				benchPlane(b, be.endpoint(b))
+				benchPlane(b, be.Endpoint(b))
 			}
 		})
 	}

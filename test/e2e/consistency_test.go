@@ -26,10 +26,10 @@ import (
 // here the watch cache's single list hides most of that window.)
 func TestInformersConvergeUnderWriteStorm(t *testing.T) {
 	const writers, perWriter, informerCount = 8, 60, 10
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range framework.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.endpoint(t)})
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.Endpoint(t)})
 			c := plane.Client(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
@@ -79,7 +79,7 @@ func TestInformersConvergeUnderWriteStorm(t *testing.T) {
 			for i, s := range stores {
 				var diff string
 				err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
-					diff = storeDiff(s, want)
+					diff = framework.DiffViews(storeView(s), want)
 					return diff == "", nil
 				})
 				if err != nil {
@@ -115,28 +115,11 @@ func storm(ctx context.Context, c kubernetes.Interface, ns string, w, perWriter 
 	return nil
 }
 
-func storeDiff(s cache.Store, want map[string]string) string {
-	got := map[string]string{}
+func storeView(s cache.Store) map[string]string {
+	view := map[string]string{}
 	for _, o := range s.List() {
 		cm := o.(*corev1.ConfigMap)
-		got[cm.Name] = cm.Data["v"]
+		view[cm.Name] = cm.Data["v"]
 	}
-	var missing, extra, stale int
-	for k, v := range want {
-		g, ok := got[k]
-		if !ok {
-			missing++
-		} else if g != v {
-			stale++
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			extra++
-		}
-	}
-	if missing+extra+stale == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d missing, %d extra, %d stale of %d", missing, extra, stale, len(want))
+	return view
 }

@@ -16,23 +16,14 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-// backends are the storage set-ups every plane test runs on.
-var backends = []struct {
-	name     string
-	endpoint func(t testing.TB) string
-}{
-	{"sqlite", func(testing.TB) string { return "" }},
-	{"mariadb", framework.NewDatabase},
-}
-
 // TestKubectlAgainstPlane drives the plane with the real kubectl on each
 // backend: namespace, secret, a two-version CRD converted by a webhook,
 // discovery, authorization; then restarts the plane and finds it all again.
 func TestKubectlAgainstPlane(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range framework.Backends {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.endpoint(t)})
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.Endpoint(t)})
 			k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 			webhook := startWidgetConverter(t)
 

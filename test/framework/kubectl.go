@@ -22,17 +22,15 @@ var kubectlPath = sync.OnceValue(func() string {
 	if p, err := exec.LookPath("kubectl"); err == nil {
 		return p
 	}
-	if dir, err := os.Getwd(); err == nil {
-		for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-			if p := filepath.Join(dir, "bin", "kubectl"); fileExists(p) {
-				return p
-			}
+	if root, err := findRepoRoot(); err == nil {
+		if p := filepath.Join(root, "bin", "kubectl"); isFile(p) {
+			return p
 		}
 	}
 	return "kubectl" // fails with a clear "not found"
 })
 
-func fileExists(p string) bool {
+func isFile(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }

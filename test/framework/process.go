@@ -23,17 +23,25 @@ import (
 // RepoRoot is the directory holding go.mod.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
+	root, err := findRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func findRepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatalf("getwd: %v", err)
+		return "", fmt.Errorf("getwd: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatalf("go.mod not found above the test's directory")
+			return "", errors.New("go.mod not found above the test's directory")
 		}
 		dir = parent
 	}

@@ -122,30 +122,38 @@ func TestStartupRefusesBadInput(t *testing.T) {
 	fileNotDir := framework.WriteTempFile(t, "not a directory")
 	unsafeDB := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
 
-	// A plane that ran once, whose CA certificate then got corrupted.
+	// A plane that ran once: failed starts must leave its files alone.
+	existingDir := t.TempDir()
+	framework.StartPlane(t, framework.PlaneOptions{DataDir: existingDir}).Stop(30 * time.Second)
+	// Another whose CA certificate then got corrupted.
 	corruptDir := t.TempDir()
 	framework.StartPlane(t, framework.PlaneOptions{DataDir: corruptDir}).Stop(30 * time.Second)
 	framework.OverwriteFile(t, corruptDir+"/pki/ca.crt", "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n")
 
 	tests := []struct {
-		name string
-		args []string
-		want []string
+		name    string
+		dataDir string // must be unchanged after the failed start ("" = not checked)
+		args    []string
+		want    []string
 	}{
-		{"port in use", []string{"--data-dir=" + t.TempDir(), fmt.Sprintf("--secure-port=%d", busy)}, []string{"port is in use", "--secure-port"}},
-		{"unwritable data dir", []string{"--data-dir=" + fileNotDir + "/data"}, []string{"data directory", "--data-dir"}},
-		{"unreachable mysql", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=mysql://root:pw-s3cret@tcp(127.0.0.1:1)/cellfed"}, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
-		{"wrong mysql password", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=mysql://cellfed-nobody:pw-s3cret@tcp(" + framework.SharedMySQLAddr() + ")/cellfed"}, []string{"cannot connect to MySQL", "Access denied", "password"}},
-		{"unknown scheme", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=postgres://x"}, []string{`unsupported scheme "postgres"`}},
-		{"corrupt certificate", []string{"--data-dir=" + corruptDir}, []string{"ca.crt is unusable", "restore it"}},
-		{"mysql lock mode 2", []string{"--data-dir=" + t.TempDir(), "--datastore-endpoint=" + unsafeDB.NewDatabase(t)},
+		{"port in use", existingDir, []string{fmt.Sprintf("--secure-port=%d", busy)}, []string{"port is in use", "--secure-port"}},
+		{"unwritable data dir", "", []string{"--data-dir=" + fileNotDir + "/data"}, []string{"data directory", "--data-dir"}},
+		{"unreachable mysql", existingDir, []string{"--datastore-endpoint=mysql://root:pw-s3cret@tcp(127.0.0.1:1)/cellfed"}, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
+		{"wrong mysql password", existingDir, []string{"--datastore-endpoint=mysql://cellfed-nobody:pw-s3cret@tcp(" + framework.SharedMySQLAddr() + ")/cellfed"}, []string{"cannot connect to MySQL", "Access denied", "password"}},
+		{"unknown scheme", existingDir, []string{"--datastore-endpoint=postgres://x"}, []string{`unsupported scheme "postgres"`}},
+		{"corrupt certificate", corruptDir, nil, []string{"ca.crt is unusable", "restore it"}},
+		{"mysql lock mode 2", existingDir, []string{"--datastore-endpoint=" + unsafeDB.NewDatabase(t)},
 			[]string{"innodb_autoinc_lock_mode=2", "miss writes", "innodb_autoinc_lock_mode=1", "--unsafe-skip-mysql-safety-checks"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := framework.SnapshotDir(t, corruptDir)
-			// Later flags win: tests that need a port name it after this default.
-			code, lastLine := framework.RunToExit(t, bin, append([]string{"--secure-port=0"}, tt.args...)...)
+			var before map[string][]byte
+			args := []string{"--secure-port=0"} // later flags win: a case that needs a port names it
+			if tt.dataDir != "" {
+				before = framework.SnapshotDir(t, tt.dataDir)
+				args = append(args, "--data-dir="+tt.dataDir)
+			}
+			code, lastLine := framework.RunToExit(t, bin, append(args, tt.args...)...)
 			if code == 0 {
 				t.Fatalf("exit code 0, want non-zero")
 			}
@@ -160,8 +168,8 @@ func TestStartupRefusesBadInput(t *testing.T) {
 			if strings.Contains(lastLine, "s3cret") {
 				t.Errorf("error line leaks the database password: %q", lastLine)
 			}
-			if after := framework.SnapshotDir(t, corruptDir); !framework.SameFiles(before, after) {
-				t.Errorf("files in the data dir changed after a failed start")
+			if tt.dataDir != "" && !framework.SameFiles(before, framework.SnapshotDir(t, tt.dataDir)) {
+				t.Errorf("files in %s changed after a failed start", tt.dataDir)
 			}
 		})
 	}

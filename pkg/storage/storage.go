@@ -57,10 +57,11 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		description = "sqlite " + path
 	}
 
-	socket, err := socketPath(o.DataDir)
+	socket, cleanup, err := socketPath(o.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	context.AfterFunc(ctx, cleanup)
 	etcd, err := endpoint.Listen(ctx, endpoint.Config{
 		Listener: "unix://" + socket,
 		Endpoint: kineEndpoint,
@@ -81,6 +82,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		PollBatchSize:       o.PollBatchSize,
 	})
 	if err != nil {
+		cleanup()
 		return nil, fmt.Errorf("starting kine on %s: %w", description, err)
 	}
 	klog.InfoS("Storage ready", "backend", description, "etcd", etcd.Endpoints)
@@ -103,19 +105,20 @@ func EnsureWritableDir(dir string) error {
 }
 
 // socketPath returns kine's socket path: in the data dir when it fits the
-// unix socket limit, otherwise in a private temporary directory.
-func socketPath(dataDir string) (string, error) {
+// unix socket limit, otherwise in a private temporary directory, which
+// cleanup removes.
+func socketPath(dataDir string) (path string, cleanup func(), err error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
-		return "", fmt.Errorf("resolving data dir: %w", err)
+		return "", nil, fmt.Errorf("resolving data dir: %w", err)
 	}
 	p := filepath.Join(abs, "kine.sock")
 	if len(p) <= maxUnixSocketPath {
-		return p, nil
+		return p, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "cellfed-kine-")
 	if err != nil {
-		return "", fmt.Errorf("creating kine socket directory: %w", err)
+		return "", nil, fmt.Errorf("creating kine socket directory: %w", err)
 	}
-	return filepath.Join(dir, "kine.sock"), nil
+	return filepath.Join(dir, "kine.sock"), func() { _ = os.RemoveAll(dir) }, nil
 }

@@ -49,7 +49,7 @@ func convert(t testing.TB, in map[string]any, apiVersion string) map[string]any 
 
 func TestConvertExamples(t *testing.T) {
 	tests := []struct {
-		name   string
+		name    string
 		v1beta2 string
 		v1beta1 string
 	}{

@@ -29,6 +29,9 @@ import (
 	certsubjectrestriction "k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 
+	cellfedadmission "github.com/cellfed/cellfed/pkg/admission"
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
@@ -56,6 +59,16 @@ type Options struct {
 	ControllersLeaderElect bool
 	// ControllerWorkers is the worker count of each core controller.
 	ControllerWorkers int
+
+	// FederationNamespace holds KubeFedClusters, FederatedTypeConfigs and
+	// the plane's published webhook settings (KubeFed's namespace).
+	FederationNamespace string
+	// DefaultFederatedTypes are enabled on the plane's first start.
+	DefaultFederatedTypes []string
+
+	// admission connects the built-in federation admission plugin to the
+	// hook that starts its informers.
+	admission *cellfedadmission.Shared
 }
 
 // NewOptions returns the plane's defaults: RBAC, TLS with a generated CA,
@@ -63,6 +76,9 @@ type Options struct {
 func NewOptions() *Options {
 	cp := cpoptions.NewOptions()
 	cp.Admission.GenericAdmission.DefaultOffPlugins = defaultOffAdmissionPlugins()
+	shared := &cellfedadmission.Shared{}
+	cellfedadmission.Register(cp.Admission.GenericAdmission.Plugins, shared)
+	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.PluginName)
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = newTokenGetter
 	cp.Authentication.ServiceAccounts.Issuers = []string{"https://cellfed-apiserver"}
 	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
@@ -76,6 +92,9 @@ func NewOptions() *Options {
 		Controllers:            true,
 		ControllersLeaderElect: true,
 		ControllerWorkers:      5,
+		FederationNamespace:    federatedtypes.DefaultNamespace,
+		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
+		admission:              shared,
 	}
 }
 
@@ -89,6 +108,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.BoolVar(&o.Controllers, "controllers", o.Controllers, "Run the core controllers (namespace deletion, garbage collection, service accounts, root CA, cluster-role aggregation) in-process.")
 	fs.BoolVar(&o.ControllersLeaderElect, "controllers-leader-elect", o.ControllersLeaderElect, "Run the core controllers only while holding the kube-system/cellfed-core-controllers Lease.")
 	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
+	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
+	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
 }
 
 // Validate checks our own options; the control-plane options are
@@ -100,6 +121,14 @@ func (o *Options) Validate() error {
 	}
 	if o.ControllerWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--controller-workers must be at least 1, got %d", o.ControllerWorkers))
+	}
+	if !cellv1alpha1.IsDNSLabel(o.FederationNamespace) {
+		errs = append(errs, fmt.Errorf("--federation-namespace %q is not a valid namespace name (lowercase letters, digits and '-')", o.FederationNamespace))
+	}
+	for _, t := range o.DefaultFederatedTypes {
+		if _, err := federatedtypes.LookupBuiltin(t); err != nil {
+			errs = append(errs, fmt.Errorf("--default-federated-types: %w", err))
+		}
 	}
 	errs = append(errs, o.Storage.Validate()...)
 	return errors.Join(errs...)
@@ -181,6 +210,24 @@ func (o *Options) completeFiles() error {
 		cp.Authentication.ServiceAccounts.KeyFiles = []string{files.ServiceAccountKey()}
 	}
 	return nil
+}
+
+// insertBefore returns order with name inserted before the plugin before
+// (or at the end).
+func insertBefore(order []string, before, name string) []string {
+	out := make([]string, 0, len(order)+1)
+	inserted := false
+	for _, p := range order {
+		if p == before && !inserted {
+			out = append(out, name)
+			inserted = true
+		}
+		out = append(out, p)
+	}
+	if !inserted {
+		out = append(out, name)
+	}
+	return out
 }
 
 // defaultOffAdmissionPlugins turns off every plugin that only makes sense

@@ -24,6 +24,7 @@ import (
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
+	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
@@ -51,6 +52,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
 
+	o.admission.FederationNamespace = o.FederationNamespace
 	completed, err := o.ControlPlane.Complete(ctx, nil, nil)
 	if err != nil {
 		return fmt.Errorf("completing options: %w", err)
@@ -59,17 +61,33 @@ func Run(ctx context.Context, o *Options) error {
 		return errors.Join(errs...)
 	}
 
-	server, err := newServerChain(completed)
+	whURL, selfHostPort, err := webhookURL(o.serverURL())
 	if err != nil {
 		return err
 	}
+	caBundle, err := os.ReadFile(o.PKIFiles().CACert())
+	if err != nil {
+		return fmt.Errorf("reading the plane's CA: %w", err)
+	}
+	server, err := newServerChain(completed, selfHostPort)
+	if err != nil {
+		return err
+	}
+	// The conversion webhook of the federated types is served by the plane
+	// itself; the API server calls it with its loopback identity.
+	server.GenericAPIServer.Handler.NonGoRestfulMux.Handle(conversion.Path, conversion.Handler{})
+	fed := federationAPI{
+		namespace:    o.FederationNamespace,
+		defaultTypes: o.DefaultFederatedTypes,
+		admission:    o.admission,
+		webhook:      apiextensionsv1.WebhookClientConfig{URL: &whURL, CABundle: caBundle},
+	}
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-federation-api", fed.start); err != nil {
+		return fmt.Errorf("adding federation API hook: %w", err)
+	}
 	if o.Controllers {
-		rootCA, err := os.ReadFile(o.PKIFiles().CACert())
-		if err != nil {
-			return fmt.Errorf("reading CA for the root-CA publisher: %w", err)
-		}
 		hook := coreControllers{
-			rootCA:      rootCA,
+			rootCA:      caBundle,
 			saKeyFile:   o.PKIFiles().ServiceAccountKey(),
 			workers:     o.ControllerWorkers,
 			leaderElect: o.ControllersLeaderElect,
@@ -101,7 +119,7 @@ func Run(ctx context.Context, o *Options) error {
 
 // newServerChain builds apiextensions → native (generic control plane) →
 // aggregator, the same delegation chain kube-apiserver uses.
-func newServerChain(opts cpoptions.CompletedOptions) (*aggregatorapiserver.APIAggregator, error) {
+func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggregatorapiserver.APIAggregator, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
@@ -116,8 +134,13 @@ func newServerChain(opts cpoptions.CompletedOptions) (*aggregatorapiserver.APIAg
 	if err != nil {
 		return nil, fmt.Errorf("building control-plane config: %w", err)
 	}
-	authInfoResolver := webhook.NewDefaultAuthenticationInfoResolverWrapper(native.ProxyTransport, native.Generic.EgressSelector, native.Generic.LoopbackClientConfig, native.Generic.TracerProvider)
-	extConfig, err := controlplaneapiserver.CreateAPIExtensionsConfig(*native.Generic, native.VersionedInformers, pluginInitializer, opts, 3, serviceResolver, authInfoResolver)
+	authInfoResolver := selfCallingResolver(selfHostPort, native.Generic.LoopbackClientConfig,
+		webhook.NewDefaultAuthenticationInfoResolverWrapper(native.ProxyTransport, native.Generic.EgressSelector, native.Generic.LoopbackClientConfig, native.Generic.TracerProvider))
+	// masterCount 1: with more, the CRD establishing controller waits 5 s
+	// per CRD for other API servers, which made the first start take a
+	// minute. A new CRD is served by other planes on the same database
+	// once their informers see it.
+	extConfig, err := controlplaneapiserver.CreateAPIExtensionsConfig(*native.Generic, native.VersionedInformers, pluginInitializer, opts, 1, serviceResolver, authInfoResolver)
 	if err != nil {
 		return nil, fmt.Errorf("building apiextensions config: %w", err)
 	}

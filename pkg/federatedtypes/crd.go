@@ -72,7 +72,7 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 					Storage:                  StorageVersion == typesv1beta1.Version,
 					Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: v1beta1Schema(template)},
 					Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-					AdditionalPrinterColumns: printerColumns(".spec.placement.clusters[*].name", "Clusters"),
+					AdditionalPrinterColumns: printerColumns(".spec.placement.clusters", "Clusters"),
 				},
 				{
 					Name:         typesv1beta2.Version,
@@ -82,7 +82,7 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 					Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 					AdditionalPrinterColumns: append([]apiextensionsv1.CustomResourceColumnDefinition{
 						{Name: "Topology", Type: "string", JSONPath: ".spec.placement.topologyType"},
-					}, printerColumns(".spec.placement.topologies[*].name", "Topologies")...),
+					}, printerColumns(".spec.placement.topologies", "Topologies")...),
 				},
 			},
 		},

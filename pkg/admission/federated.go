@@ -1,0 +1,387 @@
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+)
+
+// ForbiddenOverridePaths cannot be overridden: they identify the object.
+var ForbiddenOverridePaths = []string{"/metadata/name", "/metadata/namespace", "/metadata/generateName", "/kind", "/apiVersion"}
+
+// name is a topology or cluster name with where it was written.
+type name struct {
+	value string
+	path  *field.Path
+}
+
+// placement is a federated object's placement in either version, in terms
+// admission checks: which cells (of this namespace) and which clusters.
+type placement struct {
+	cells, clusters []name // placed by name
+	namesPath       *field.Path
+	selector        *metav1.LabelSelector
+	selectorPath    *field.Path
+	selectsCells    bool // the selector is over this namespace's cells
+	mask            []name
+	overrides       []override
+	errs            field.ErrorList
+}
+
+type override struct {
+	name name
+	ops  []typesv1beta2.ClusterOverride
+	path *field.Path
+}
+
+func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
+	p, errs := readPlacement(r.Namespace, r.Object.GetAPIVersion(), r.Object)
+	if errs != nil {
+		return errs, nil
+	}
+	errs = append(errs, p.errs...)
+	errs = append(errs, validateOverrides(p.overrides)...)
+	tErrs, err := a.validateTemplate(r)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, tErrs...)
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	if r.Object.GetDeletionTimestamp() != nil {
+		return nil, nil // an object being deleted may refer to cells that are gone
+	}
+	var old *placement
+	if r.Operation == Update && r.OldObject != nil {
+		o, oErrs := readPlacement(r.Namespace, r.OldObject.GetAPIVersion(), r.OldObject)
+		if oErrs == nil {
+			old = &o
+		}
+	}
+	return a.validateCellsExist(r.Namespace, p, old)
+}
+
+// readPlacement decodes the version-specific placement.
+func readPlacement(ns, apiVersion string, u interface {
+	UnstructuredContent() map[string]any
+}) (placement, field.ErrorList) {
+	spec := field.NewPath("spec")
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	var p placement
+	switch gv.Version {
+	case typesv1beta2.Version:
+		var o typesv1beta2.FederatedObject
+		if err := decodeContent(u.UnstructuredContent(), &o); err != nil {
+			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
+		}
+		typ := o.Spec.Placement.TopologyType
+		if typ == "" {
+			typ = typesv1beta2.TopologyCell
+		}
+		pp := spec.Child("placement")
+		p.namesPath = pp.Child("topologies")
+		for i, t := range o.Spec.Placement.Topologies {
+			n := name{t.Name, p.namesPath.Index(i).Child("name")}
+			if typ == typesv1beta2.TopologyCell {
+				p.cells = append(p.cells, n)
+			} else {
+				p.clusters = append(p.clusters, n)
+			}
+		}
+		p.selector, p.selectorPath = o.Spec.Placement.TopologySelector, pp.Child("topologySelector")
+		p.selectsCells = typ == typesv1beta2.TopologyCell
+		if p.selector != nil {
+			for _, key := range selectorKeys(p.selector) {
+				if strings.HasPrefix(key, "cellfed.io/") {
+					p.errs = append(p.errs, field.Invalid(p.selectorPath, key, "cellfed.io/ labels are reserved: they pin the selector to this namespace's cells and are added for you; select on the Cells' own labels"))
+				}
+			}
+		}
+		if o.Spec.PlacementMask != nil {
+			for i, t := range o.Spec.PlacementMask.Topologies {
+				p.mask = append(p.mask, name{t.Name, spec.Child("placementMask", "topologies").Index(i).Child("name")})
+			}
+		}
+		for i, ov := range o.Spec.Overrides {
+			path := spec.Child("overrides").Index(i)
+			p.overrides = append(p.overrides, override{name{ov.TopologyName, path.Child("topologyName")}, ov.ClusterOverrides, path})
+		}
+		validNames(&p, typ, p.cells, p.clusters, p.mask)
+		var names []name
+		for _, ov := range p.overrides {
+			names = append(names, ov.name)
+		}
+		validNames(&p, typ, names)
+	case typesv1beta1.Version:
+		var o typesv1beta1.FederatedObject
+		if err := decodeContent(u.UnstructuredContent(), &o); err != nil {
+			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
+		}
+		pp := spec.Child("placement")
+		p.namesPath = pp.Child("clusters")
+		var all []name
+		for i, c := range o.Spec.Placement.Clusters {
+			n := name{c.Name, p.namesPath.Index(i).Child("name")}
+			all = append(all, n)
+			if cell, ok := cellv1alpha1.CellOfNamespace(ns, c.Name); ok {
+				p.cells = append(p.cells, name{cell, n.path})
+			} else {
+				p.clusters = append(p.clusters, n)
+			}
+		}
+		p.selector, p.selectorPath = o.Spec.Placement.ClusterSelector, pp.Child("clusterSelector")
+		for i, ov := range o.Spec.Overrides {
+			path := spec.Child("overrides").Index(i)
+			ops := make([]typesv1beta2.ClusterOverride, len(ov.ClusterOverrides))
+			for j, c := range ov.ClusterOverrides {
+				ops[j] = typesv1beta2.ClusterOverride(c)
+			}
+			p.overrides = append(p.overrides, override{name{ov.ClusterName, path.Child("clusterName")}, ops, path})
+		}
+		var names []name
+		for _, ov := range p.overrides {
+			names = append(names, ov.name)
+		}
+		p.errs = append(p.errs, clusterNameErrors(ns, p.clusters)...)
+		p.errs = append(p.errs, clusterNameErrors(ns, names)...)
+		p.errs = append(p.errs, duplicates(all)...)
+		p.errs = append(p.errs, duplicates(names)...)
+	default:
+		return p, field.ErrorList{field.Invalid(field.NewPath("apiVersion"), apiVersion, "unknown version of a federated type; use v1beta1 or v1beta2")}
+	}
+	if p.selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(p.selector); err != nil {
+			p.errs = append(p.errs, field.Invalid(p.selectorPath, p.selector, err.Error()))
+		}
+	}
+	return p, nil
+}
+
+// validNames checks v1beta2 topology names and their uniqueness in each
+// list.
+func validNames(p *placement, typ typesv1beta2.TopologyType, lists ...[]name) {
+	for _, list := range lists {
+		for _, n := range list {
+			switch {
+			case n.value == "":
+				p.errs = append(p.errs, field.Required(n.path, "name the "+string(typ)))
+			case !cellv1alpha1.IsDNSLabel(n.value):
+				msg := fmt.Sprintf("%s names are DNS labels: lowercase letters, digits and '-', at most 63 characters", typ)
+				if typ == typesv1beta2.TopologyCluster && strings.Contains(n.value, ".") {
+					msg = "names with a dot are per-cell clusters; to place on cells use topologyType: cell with the cell names"
+				}
+				p.errs = append(p.errs, field.Invalid(n.path, n.value, msg))
+			}
+		}
+		p.errs = append(p.errs, duplicates(list)...)
+	}
+}
+
+// clusterNameErrors checks v1beta1 cluster names: physical clusters or
+// cells of this namespace, never another namespace's cells.
+func clusterNameErrors(ns string, names []name) field.ErrorList {
+	var errs field.ErrorList
+	for _, n := range names {
+		if n.value == "" {
+			errs = append(errs, field.Required(n.path, "name the cluster"))
+			continue
+		}
+		if cellv1alpha1.IsDNSLabel(n.value) {
+			continue
+		}
+		if otherNS, cell, ok := cellv1alpha1.ParseCellClusterName(n.value); ok {
+			if otherNS != ns {
+				errs = append(errs, field.Forbidden(n.path, fmt.Sprintf("%q is cell %q of namespace %q; an object in namespace %q can only be placed on its own namespace's cells", n.value, cell, otherNS, ns)))
+			}
+			continue
+		}
+		errs = append(errs, field.Invalid(n.path, n.value, "not a cluster name: use a physical cluster's name (a DNS label) or a cell of this namespace (<namespace>.<cell>)"))
+	}
+	return errs
+}
+
+// duplicates reports names that appear twice in one list.
+func duplicates(list []name) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for _, n := range list {
+		if seen.Has(n.value) {
+			errs = append(errs, field.Duplicate(n.path, n.value))
+		}
+		seen.Insert(n.value)
+	}
+	return errs
+}
+
+func validateOverrides(overrides []override) field.ErrorList {
+	var errs field.ErrorList
+	for _, ov := range overrides {
+		for j, op := range ov.ops {
+			path := ov.path.Child("clusterOverrides").Index(j)
+			switch op.Op {
+			case "", "add", "replace":
+				if op.Value == nil {
+					errs = append(errs, field.Required(path.Child("value"), fmt.Sprintf("%q needs a value", opName(op.Op))))
+				}
+			case "remove":
+			default:
+				errs = append(errs, field.NotSupported(path.Child("op"), op.Op, []string{"add", "remove", "replace"}))
+			}
+			errs = append(errs, validateOverridePath(path.Child("path"), op.Path)...)
+		}
+	}
+	return errs
+}
+
+func opName(op string) string {
+	if op == "" {
+		return "replace"
+	}
+	return op
+}
+
+func validateOverridePath(path *field.Path, p string) field.ErrorList {
+	if p == "" {
+		return field.ErrorList{field.Required(path, "a JSON pointer such as /spec/replicas")}
+	}
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.HasSuffix(p, "/") {
+		return field.ErrorList{field.Invalid(path, p, "must be a JSON pointer such as /spec/replicas")}
+	}
+	for _, f := range ForbiddenOverridePaths {
+		if p == f || strings.HasPrefix(p, f+"/") {
+			return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s identifies the object and cannot be overridden (forbidden: %s)", f, strings.Join(ForbiddenOverridePaths, ", ")))}
+		}
+	}
+	return nil
+}
+
+func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
+	t, ok, err := a.Lookup.Target(r.Kind.Kind)
+	if err != nil || !ok {
+		return nil, err
+	}
+	path := field.NewPath("spec", "template")
+	tmpl, _ := r.Object.Object["spec"].(map[string]any)["template"].(map[string]any)
+	var errs field.ErrorList
+	if kind, ok := tmpl["kind"].(string); ok && kind != t.Kind {
+		errs = append(errs, field.Invalid(path.Child("kind"), kind, fmt.Sprintf("a %s propagates %s objects: set kind %q or leave it out", r.Kind.Kind, t.Kind, t.Kind)))
+	}
+	want := schema.GroupVersion{Group: t.Group, Version: t.Version}.String()
+	if av, ok := tmpl["apiVersion"].(string); ok && av != want {
+		errs = append(errs, field.Invalid(path.Child("apiVersion"), av, fmt.Sprintf("a %s propagates %s: set apiVersion %q or leave it out", r.Kind.Kind, want, want)))
+	}
+	return errs, nil
+}
+
+// validateCellsExist checks that placed cells exist in the namespace, and
+// that no two placed cells share a physical cluster. On update only what
+// changed is checked, so an object whose cell was removed can still be
+// updated (status, finalizers) and deleted.
+func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (field.ErrorList, error) {
+	var errs field.ErrorList
+	oldCells := sets.New[string]()
+	if old != nil {
+		for _, n := range append(append([]name{}, old.cells...), old.mask...) {
+			oldCells.Insert(n.value)
+		}
+	}
+	placed := map[string]*cellv1alpha1.Cell{}
+	var order []string
+	check := func(list []name, record bool) error {
+		for _, n := range list {
+			cell, err := a.Lookup.Cell(ns, n.value)
+			if err != nil {
+				return fmt.Errorf("reading cell %s/%s: %w", ns, n.value, err)
+			}
+			if cell == nil {
+				if !oldCells.Has(n.value) {
+					errs = append(errs, field.Invalid(n.path, n.value, fmt.Sprintf("cell %q does not exist in namespace %s; create it first (cellfedctl cell create %s --cluster=<cluster> -n %s) or remove it from the placement", n.value, ns, n.value, ns)))
+				}
+				continue
+			}
+			if record {
+				if _, dup := placed[cell.Name]; !dup {
+					order = append(order, cell.Name)
+				}
+				placed[cell.Name] = cell
+			}
+		}
+		return nil
+	}
+	if err := check(p.cells, true); err != nil {
+		return nil, err
+	}
+	if p.selectsCells && p.selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.selector)
+		if err == nil {
+			cells, err := a.Lookup.Cells(ns, sel)
+			if err != nil {
+				return nil, fmt.Errorf("listing cells of %s: %w", ns, err)
+			}
+			sort.Slice(cells, func(i, j int) bool { return cells[i].Name < cells[j].Name })
+			for _, c := range cells {
+				if _, dup := placed[c.Name]; !dup {
+					order = append(order, c.Name)
+				}
+				placed[c.Name] = c
+			}
+		}
+	}
+	if err := check(p.mask, false); err != nil {
+		return nil, err
+	}
+	if old != nil && samePlacement(p, *old) {
+		return errs, nil
+	}
+	byCluster := map[string]string{}
+	for _, cellName := range order {
+		cell := placed[cellName]
+		if first, ok := byCluster[cell.Spec.Cluster]; ok {
+			errs = append(errs, field.Invalid(p.placementPath(), cellName, fmt.Sprintf("cells %q and %q are both on cluster %q: the member object would be written twice; place the object on only one of them", first, cellName, cell.Spec.Cluster)))
+			continue
+		}
+		byCluster[cell.Spec.Cluster] = cellName
+	}
+	return errs, nil
+}
+
+func (p placement) placementPath() *field.Path { return field.NewPath("spec", "placement") }
+
+func samePlacement(a, b placement) bool {
+	names := func(p placement) string {
+		var s []string
+		for _, n := range p.cells {
+			s = append(s, n.value)
+		}
+		return strings.Join(s, ",")
+	}
+	selector := func(p placement) string {
+		if p.selector == nil {
+			return ""
+		}
+		return p.selector.String()
+	}
+	return names(a) == names(b) && selector(a) == selector(b) && a.selectsCells == b.selectsCells
+}
+
+func selectorKeys(sel *metav1.LabelSelector) []string {
+	var keys []string
+	for k := range sel.MatchLabels {
+		keys = append(keys, k)
+	}
+	for _, e := range sel.MatchExpressions {
+		keys = append(keys, e.Key)
+	}
+	sort.Strings(keys)
+	return keys
+}

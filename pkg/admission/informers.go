@@ -1,0 +1,157 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
+)
+
+// Resources admission watches.
+var (
+	CellResource    = cellv1alpha1.SchemeGroupVersion.WithResource("cells")
+	ClusterResource = fedv1beta1.SchemeGroupVersion.WithResource("kubefedclusters")
+)
+
+// Informers is a Lookup backed by informers: namespaces from the API
+// server's shared informers, Cells, KubeFedClusters and
+// FederatedTypeConfigs from a dynamic informer factory started once their
+// CRDs are served (Start).
+type Informers struct {
+	federationNamespace string
+	namespaces          corelisters.NamespaceLister
+	namespacesSynced    cache.InformerSynced
+	factory             dynamicinformer.DynamicSharedInformerFactory
+	cells, clusters     cache.GenericLister
+	typeConfigs         cache.GenericLister
+	synced              []cache.InformerSynced
+}
+
+// NewInformers prepares the informers; nothing runs until Start.
+func NewInformers(client dynamic.Interface, namespaces corelisters.NamespaceLister, namespacesSynced cache.InformerSynced, federationNamespace string) *Informers {
+	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 10*time.Minute)
+	i := &Informers{federationNamespace: federationNamespace, namespaces: namespaces, namespacesSynced: namespacesSynced, factory: f}
+	for _, x := range []struct {
+		gvr    schema.GroupVersionResource
+		lister *cache.GenericLister
+	}{
+		{CellResource, &i.cells},
+		{ClusterResource, &i.clusters},
+		{federatedtypes.TypeConfigResource, &i.typeConfigs},
+	} {
+		inf := f.ForResource(x.gvr)
+		*x.lister = inf.Lister()
+		i.synced = append(i.synced, inf.Informer().HasSynced)
+	}
+	i.synced = append(i.synced, namespacesSynced)
+	return i
+}
+
+// Start runs the informers until ctx is done.
+func (i *Informers) Start(ctx context.Context) { i.factory.Start(ctx.Done()) }
+
+// WaitForSync waits until every informer has synced, or ctx is done.
+func (i *Informers) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), i.synced...)
+}
+
+// HasSynced says whether every informer has synced.
+func (i *Informers) HasSynced() bool {
+	for _, s := range i.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+func (i *Informers) Namespace(name string) (*corev1.Namespace, error) {
+	ns, err := i.namespaces.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return ns, err
+}
+
+func (i *Informers) Cell(namespace, name string) (*cellv1alpha1.Cell, error) {
+	o, err := i.cells.ByNamespace(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toCell(o)
+}
+
+func (i *Informers) Cells(namespace string, selector labels.Selector) ([]*cellv1alpha1.Cell, error) {
+	list, err := i.cells.ByNamespace(namespace).List(selector)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*cellv1alpha1.Cell, 0, len(list))
+	for _, o := range list {
+		c, err := toCell(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (i *Informers) ClusterExists(name string) (bool, error) {
+	_, err := i.clusters.ByNamespace(i.federationNamespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (i *Informers) Target(federatedKind string) (federatedtypes.Target, bool, error) {
+	list, err := i.typeConfigs.ByNamespace(i.federationNamespace).List(labels.Everything())
+	if err != nil {
+		return federatedtypes.Target{}, false, err
+	}
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var ftc fedv1beta1.FederatedTypeConfig
+		if err := decodeContent(u.Object, &ftc); err != nil {
+			continue
+		}
+		if ftc.Spec.FederatedType.Kind != federatedKind {
+			continue
+		}
+		tt := ftc.Spec.TargetType
+		return federatedtypes.Target{Group: tt.Group, Version: tt.Version, Kind: tt.Kind, Plural: tt.PluralName, Namespaced: tt.Scope == "Namespaced"}, true, nil
+	}
+	return federatedtypes.Target{}, false, nil
+}
+
+func toCell(o any) (*cellv1alpha1.Cell, error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T in the cell cache", o)
+	}
+	var c cellv1alpha1.Cell
+	if err := decodeContent(u.Object, &c); err != nil {
+		return nil, fmt.Errorf("decoding cell %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return &c, nil
+}

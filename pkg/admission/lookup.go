@@ -1,0 +1,24 @@
+package admission
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
+)
+
+// Lookup reads the plane's current state. Implementations read caches;
+// a nil result with a nil error means "does not exist".
+type Lookup interface {
+	Namespace(name string) (*corev1.Namespace, error)
+	// Cell returns a Cell of namespace.
+	Cell(namespace, name string) (*cellv1alpha1.Cell, error)
+	// Cells lists the Cells of namespace whose labels match selector.
+	Cells(namespace string, selector labels.Selector) ([]*cellv1alpha1.Cell, error)
+	// ClusterExists says whether a KubeFedCluster of that name exists.
+	ClusterExists(name string) (bool, error)
+	// Target returns the target type of a federated kind (from its
+	// FederatedTypeConfig); ok is false when the kind is not enabled.
+	Target(federatedKind string) (t federatedtypes.Target, ok bool, err error)
+}

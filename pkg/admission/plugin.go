@@ -1,0 +1,127 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+)
+
+// PluginName is the name of the in-process admission plugin.
+const PluginName = "CellfedFederation"
+
+// syncWait bounds how long a request waits for the caches after start.
+const syncWait = 10 * time.Second
+
+// Shared connects the plugin to the plane: the plugin builds the informers
+// when the API server hands it clients, and the plane starts them once the
+// CRDs they watch are served.
+type Shared struct {
+	FederationNamespace string
+	Informers           *Informers
+}
+
+// Register adds the plugin to plugins.
+func Register(plugins *admission.Plugins, shared *Shared) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
+		return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update), shared: shared}, nil
+	})
+}
+
+// Plugin runs the Admitter inside cellfed-apiserver.
+type Plugin struct {
+	*admission.Handler
+	shared   *Shared
+	dynamic  dynamic.Interface
+	informer informers.SharedInformerFactory
+	admitter *Admitter
+}
+
+var (
+	_ admission.MutationInterface                  = &Plugin{}
+	_ admission.ValidationInterface                = &Plugin{}
+	_ initializer.WantsDynamicClient               = &Plugin{}
+	_ initializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ admission.InitializationValidator            = &Plugin{}
+)
+
+func (p *Plugin) SetDynamicClient(c dynamic.Interface) { p.dynamic = c; p.build() }
+
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	p.informer = f
+	p.build()
+}
+
+func (p *Plugin) build() {
+	if p.dynamic == nil || p.informer == nil || p.admitter != nil {
+		return
+	}
+	ns := p.informer.Core().V1().Namespaces()
+	p.shared.Informers = NewInformers(p.dynamic, ns.Lister(), ns.Informer().HasSynced, p.shared.FederationNamespace)
+	p.admitter = &Admitter{Lookup: p.shared.Informers, FederationNamespace: p.shared.FederationNamespace}
+}
+
+// ValidateInitialization fails the start when the plane did not wire the
+// plugin.
+func (p *Plugin) ValidateInitialization() error {
+	if p.admitter == nil {
+		return errors.New(PluginName + ": missing dynamic client or informer factory")
+	}
+	return nil
+}
+
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	r, ok, err := p.request(ctx, a)
+	if !ok || err != nil {
+		return err
+	}
+	return p.admitter.Mutate(r)
+}
+
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	r, ok, err := p.request(ctx, a)
+	if !ok || err != nil {
+		return err
+	}
+	return p.admitter.Validate(r)
+}
+
+// request turns attributes into a Request, when admission handles the
+// kind, once the caches are synced.
+func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, bool, error) {
+	if !Handles(a.GetKind().GroupKind()) {
+		return Request{}, false, nil
+	}
+	obj, ok := a.GetObject().(*unstructured.Unstructured)
+	if !ok {
+		return Request{}, false, nil
+	}
+	if !p.shared.Informers.HasSynced() {
+		waitCtx, cancel := context.WithTimeout(ctx, syncWait)
+		defer cancel()
+		if !p.shared.Informers.WaitForSync(waitCtx) {
+			return Request{}, false, apierrors.NewServiceUnavailable(fmt.Sprintf("%s: the plane is still loading cells and clusters; retry in a moment", PluginName))
+		}
+	}
+	r := Request{
+		Operation:   Operation(a.GetOperation()),
+		Kind:        a.GetKind(),
+		Resource:    a.GetResource().GroupResource(),
+		Namespace:   a.GetNamespace(),
+		Name:        a.GetName(),
+		SubResource: a.GetSubresource(),
+		Object:      obj,
+	}
+	if old, ok := a.GetOldObject().(*unstructured.Unstructured); ok {
+		r.OldObject = old
+	}
+	return r, true, nil
+}

@@ -1,0 +1,266 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/cellfed/cellfed/manifests"
+	cellfedadmission "github.com/cellfed/cellfed/pkg/admission"
+	"github.com/cellfed/cellfed/pkg/conversion"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
+)
+
+// Where the plane publishes how to reach its conversion webhook, for
+// `cellfedctl enable` (ConfigMap in the federation namespace).
+const (
+	WebhookConfigMap    = "cellfed-webhook"
+	WebhookConfigMapURL = "url"
+	WebhookConfigMapCA  = "ca.crt"
+)
+
+// annotationDefaultTypes on the federation namespace records that the
+// default federated types were enabled (on first start), so that a type
+// the operator disabled stays disabled across restarts.
+const annotationDefaultTypes = "cellfed.io/default-types-enabled"
+
+// federationAPI installs the federation API when the plane starts: KubeFed's
+// core CRDs and Cells, the conversion webhook settings of every federated
+// CRD, and on first start the default federated types.
+type federationAPI struct {
+	namespace    string
+	defaultTypes []string
+	webhook      apiextensionsv1.WebhookClientConfig
+	admission    *cellfedadmission.Shared
+}
+
+func (f federationAPI) start(hookCtx genericapiserver.PostStartHookContext) error {
+	// The hook blocks /readyz until the API is installed; transient errors
+	// are retried until the server stops.
+	ctx := hookCtx.Context
+	cfg := rest.CopyConfig(hookCtx.LoopbackClientConfig)
+	cfg.QPS, cfg.Burst = 100, 200
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("federation API: %w", err)
+	}
+	crds, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("federation API: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("federation API: %w", err)
+	}
+	clients := federatedtypes.Clients{CRDs: crds, Dynamic: dyn}
+	start := time.Now()
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"namespace", func(ctx context.Context) error { return f.ensureNamespace(ctx, kube) }},
+		{"core CRDs", func(ctx context.Context) error { return f.installCoreCRDs(ctx, crds) }},
+		{"admission caches", f.startAdmission},
+		{"webhook settings", func(ctx context.Context) error { return f.publishWebhook(ctx, kube, crds) }},
+		{"default types", func(ctx context.Context) error { return f.enableDefaultTypes(ctx, kube, clients) }},
+	}
+	for _, step := range steps {
+		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := step.run(ctx); err != nil {
+				klog.ErrorS(err, "Installing the federation API; retrying", "step", step.name)
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil // the server is stopping
+		}
+	}
+	klog.InfoS("Federation API installed", "namespace", f.namespace, "duration", time.Since(start))
+	return nil
+}
+
+// startAdmission starts the admission plugin's informers once the CRDs
+// they watch are served, and waits for them.
+func (f federationAPI) startAdmission(ctx context.Context) error {
+	if f.admission == nil || f.admission.Informers == nil {
+		return nil // the plugin is disabled
+	}
+	f.admission.Informers.Start(ctx)
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !f.admission.Informers.WaitForSync(waitCtx) {
+		return fmt.Errorf("admission caches did not sync")
+	}
+	return nil
+}
+
+func (f federationAPI) ensureNamespace(ctx context.Context, kube kubernetes.Interface) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", f.namespace, err)
+	}
+	return nil
+}
+
+func (f federationAPI) installCoreCRDs(ctx context.Context, c apiextensionsclient.Interface) error {
+	list, err := manifests.CRDs()
+	if err != nil {
+		return err
+	}
+	for _, crd := range list {
+		if err := federatedtypes.ApplyCRD(ctx, c, crd); err != nil {
+			return err
+		}
+	}
+	for _, crd := range list {
+		if err := federatedtypes.WaitEstablished(ctx, c, crd.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishWebhook records the conversion webhook's address for cellfedctl
+// and points every federated CRD at it (the address or CA may have changed
+// since the CRD was created).
+func (f federationAPI) publishWebhook(ctx context.Context, kube kubernetes.Interface, c apiextensionsclient.Interface) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigMap, Namespace: f.namespace},
+		Data: map[string]string{
+			WebhookConfigMapURL: *f.webhook.URL,
+			WebhookConfigMapCA:  string(f.webhook.CABundle),
+		},
+	}
+	existing, err := kube.CoreV1().ConfigMaps(f.namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := kube.CoreV1().ConfigMaps(f.namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("publishing webhook settings: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading webhook settings: %w", err)
+	case existing.Data[WebhookConfigMapURL] != cm.Data[WebhookConfigMapURL] || existing.Data[WebhookConfigMapCA] != cm.Data[WebhookConfigMapCA]:
+		existing.Data = cm.Data
+		if _, err := kube.CoreV1().ConfigMaps(f.namespace).Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating webhook settings: %w", err)
+		}
+	}
+
+	crds, err := c.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{LabelSelector: federatedtypes.LabelFederatedType + "=true"})
+	if err != nil {
+		return fmt.Errorf("listing federated CRDs: %w", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		conv := crd.Spec.Conversion
+		if conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil &&
+			conv.Webhook.ClientConfig.URL != nil && *conv.Webhook.ClientConfig.URL == *f.webhook.URL &&
+			string(conv.Webhook.ClientConfig.CABundle) == string(f.webhook.CABundle) {
+			continue
+		}
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: f.webhook.DeepCopy(), ConversionReviewVersions: []string{"v1"}},
+		}
+		if _, err := c.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("pointing CRD %s at the conversion webhook: %w", crd.Name, err)
+		}
+		klog.InfoS("Pointed federated CRD at this plane's conversion webhook", "crd", crd.Name, "url", *f.webhook.URL)
+	}
+	return nil
+}
+
+// enableDefaultTypes enables the default federated types once, on the
+// plane's first start.
+func (f federationAPI) enableDefaultTypes(ctx context.Context, kube kubernetes.Interface, c federatedtypes.Clients) error {
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, f.namespace, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading namespace %s: %w", f.namespace, err)
+	}
+	if _, done := ns.Annotations[annotationDefaultTypes]; done {
+		return nil
+	}
+	type enable struct {
+		target federatedtypes.Target
+		schema *apiextensionsv1.JSONSchemaProps
+	}
+	var todo []enable
+	for _, resource := range f.defaultTypes {
+		t, err := federatedtypes.LookupBuiltin(resource)
+		if err != nil {
+			return err
+		}
+		schema, err := federatedtypes.BuiltinSchema(t)
+		if err != nil {
+			return err
+		}
+		// Create every CRD first, so they are established together.
+		if err := federatedtypes.ApplyCRD(ctx, c.CRDs, federatedtypes.CRD(t, schema, &f.webhook)); err != nil {
+			return err
+		}
+		todo = append(todo, enable{t, schema})
+	}
+	for _, e := range todo {
+		if err := federatedtypes.Enable(ctx, c, e.target, e.schema, &f.webhook, f.namespace); err != nil {
+			return err
+		}
+	}
+	if ns.Annotations == nil {
+		ns.Annotations = map[string]string{}
+	}
+	ns.Annotations[annotationDefaultTypes] = strings.Join(f.defaultTypes, ",")
+	if _, err := kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("recording the default types: %w", err)
+	}
+	klog.InfoS("Enabled the default federated types", "types", f.defaultTypes)
+	return nil
+}
+
+// selfCallingResolver makes the API server call its own webhooks (the
+// conversion webhook at selfHostPort) with its loopback credentials, so the
+// built-in webhook needs no extra identity and no RBAC for anonymous users.
+func selfCallingResolver(selfHostPort string, loopback *rest.Config, wrap webhook.AuthenticationInfoResolverWrapper) webhook.AuthenticationInfoResolverWrapper {
+	return func(delegate webhook.AuthenticationInfoResolver) webhook.AuthenticationInfoResolver {
+		next := wrap(delegate)
+		return &webhook.AuthenticationInfoResolverDelegator{
+			ClientConfigForFunc: func(hostPort string) (*rest.Config, error) {
+				if hostPort == selfHostPort {
+					return rest.CopyConfig(loopback), nil
+				}
+				return next.ClientConfigFor(hostPort)
+			},
+			ClientConfigForServiceFunc: next.ClientConfigForService,
+		}
+	}
+}
+
+// webhookURL is the plane's own conversion webhook address.
+func webhookURL(serverURL string) (string, string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", "", fmt.Errorf("parsing server URL %q: %w", serverURL, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "443")
+	}
+	u.Path = conversion.Path
+	return u.String(), host, nil
+}

@@ -25,7 +25,7 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 		return nil, fmt.Errorf("reading namespace %s: %w", r.Namespace, err)
 	}
 	if ns != nil && (ns.Labels[cellv1alpha1.LabelTenant] == "" || ns.Labels[cellv1alpha1.LabelWorkspace] == "") {
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf("cells live in tenant workspaces: label namespace %s with %s=<tenant> and %s=<workspace>", r.Namespace, cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace)))
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf("cells live in tenant workspaces; make %s one with: kubectl label namespace %s %s=<tenant> %s=<workspace>", r.Namespace, r.Namespace, cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace)))
 	}
 	path := field.NewPath("spec", "cluster")
 	switch {

@@ -63,7 +63,7 @@ func validateURL(path *field.Path, s string, required bool) field.ErrorList {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, s, fmt.Sprintf("not a URL: %v", err))}
+		return field.ErrorList{field.Invalid(path, s, fmt.Sprintf("not a URL (%v); use an absolute URL with scheme and host, e.g. https://10.0.0.1:6443", err))}
 	}
 	if (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "socks5") || u.Host == "" {
 		return field.ErrorList{field.Invalid(path, s, "must be an absolute URL with scheme and host, e.g. https://10.0.0.1:6443")}

@@ -271,7 +271,8 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 		return nil, err
 	}
 	path := field.NewPath("spec", "template")
-	tmpl, _ := r.Object.Object["spec"].(map[string]any)["template"].(map[string]any)
+	spec, _ := r.Object.Object["spec"].(map[string]any) // nil when the object has no spec
+	tmpl, _ := spec["template"].(map[string]any)
 	var errs field.ErrorList
 	if kind, ok := tmpl["kind"].(string); ok && kind != t.Kind {
 		errs = append(errs, field.Invalid(path.Child("kind"), kind, fmt.Sprintf("a %s propagates %s objects: set kind %q or leave it out", r.Kind.Kind, t.Kind, t.Kind)))

@@ -1,0 +1,1221 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
+)
+
+// The plane the tests run against.
+//
+//	namespaces: shop     (tenant acme, workspace shop-ws)
+//	            other-ns (tenant other, workspace other-ws)
+//	            half     (tenant acme only)
+//	            plain    (no tenancy labels)
+//	            broken   (reading it fails)
+//	cells of shop: rz00a on c1 (region=east, zone=z1)
+//	               rz00b on c2 (region=east, zone=z2)
+//	               rz00c on c1 (region=west, zone=z1)
+//	cells of other-ns: rz00a on c2
+//	KubeFedClusters: c1, c2
+//	enabled types: FederatedDeployment → apps/v1 Deployment,
+//	               FederatedService → v1 Service
+const fedNamespace = "kube-federation-system"
+
+type fakeLookup struct {
+	namespaces map[string]*corev1.Namespace
+	cells      map[string][]*cellv1alpha1.Cell
+	clusters   map[string]bool
+	targets    map[string]federatedtypes.Target
+}
+
+var errBroken = errors.New("cache unavailable")
+
+func (f *fakeLookup) Namespace(name string) (*corev1.Namespace, error) {
+	if name == "broken" {
+		return nil, errBroken
+	}
+	return f.namespaces[name], nil
+}
+
+func (f *fakeLookup) Cell(namespace, name string) (*cellv1alpha1.Cell, error) {
+	for _, c := range f.cells[namespace] {
+		if c.Name == name {
+			return c.DeepCopy(), nil
+		}
+	}
+	return nil, nil
+}
+
+func (f *fakeLookup) Cells(namespace string, selector labels.Selector) ([]*cellv1alpha1.Cell, error) {
+	var out []*cellv1alpha1.Cell
+	for _, c := range f.cells[namespace] {
+		if selector.Matches(labels.Set(c.Labels)) {
+			out = append(out, c.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeLookup) ClusterExists(name string) (bool, error) { return f.clusters[name], nil }
+
+func (f *fakeLookup) Target(kind string) (federatedtypes.Target, bool, error) {
+	if kind == "FederatedBroken" {
+		return federatedtypes.Target{}, false, errBroken
+	}
+	t, ok := f.targets[kind]
+	return t, ok, nil
+}
+
+func newAdmitter() *Admitter {
+	ns := func(name string, lbls map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+	}
+	cell := func(ns, name, cluster string, lbls map[string]string) *cellv1alpha1.Cell {
+		return &cellv1alpha1.Cell{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
+			Spec:       cellv1alpha1.CellSpec{Cluster: cluster},
+		}
+	}
+	return &Admitter{
+		FederationNamespace: fedNamespace,
+		Lookup: &fakeLookup{
+			namespaces: map[string]*corev1.Namespace{
+				"shop":       ns("shop", map[string]string{cellv1alpha1.LabelTenant: "acme", cellv1alpha1.LabelWorkspace: "shop-ws"}),
+				"other-ns":   ns("other-ns", map[string]string{cellv1alpha1.LabelTenant: "other", cellv1alpha1.LabelWorkspace: "other-ws"}),
+				"half":       ns("half", map[string]string{cellv1alpha1.LabelTenant: "acme"}),
+				"plain":      ns("plain", nil),
+				fedNamespace: ns(fedNamespace, nil),
+			},
+			cells: map[string][]*cellv1alpha1.Cell{
+				"shop": {
+					cell("shop", "rz00a", "c1", map[string]string{"region": "east", "zone": "z1"}),
+					cell("shop", "rz00b", "c2", map[string]string{"region": "east", "zone": "z2"}),
+					cell("shop", "rz00c", "c1", map[string]string{"region": "west", "zone": "z1"}),
+				},
+				"other-ns": {cell("other-ns", "rz00a", "c2", nil)},
+			},
+			clusters: map[string]bool{"c1": true, "c2": true},
+			targets: map[string]federatedtypes.Target{
+				"FederatedDeployment": {Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Namespaced: true},
+				"FederatedService":    {Group: "", Version: "v1", Kind: "Service", Plural: "services", Namespaced: true},
+			},
+		},
+	}
+}
+
+// Building objects and requests.
+
+// object parses a YAML manifest, as kubectl would send it.
+func object(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	if manifest == "" {
+		return nil
+	}
+	j, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		t.Fatalf("bad YAML in test: %v\n%s", err, manifest)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		t.Fatalf("bad object in test: %v\n%s", err, manifest)
+	}
+	return u
+}
+
+// indent indents every line of s by n spaces.
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// federated is a federated object "web" in namespace ns; meta is extra
+// metadata, spec the spec, both as YAML at column 0.
+func federated(version, kind, ns, meta, spec string) string {
+	s := fmt.Sprintf("apiVersion: types.kubefed.io/%s\nkind: %s\nmetadata:\n  name: web\n  namespace: %s\n", version, kind, ns)
+	if meta != "" {
+		s += indent(meta, 2)
+	}
+	if spec != "" {
+		s += "spec:\n" + indent(spec, 2)
+	}
+	return s
+}
+
+// v2 is a v1beta2 FederatedDeployment in shop.
+func v2(spec string) string { return federated("v1beta2", "FederatedDeployment", "shop", "", spec) }
+
+// v1 is a v1beta1 FederatedDeployment in shop.
+func v1(spec string) string { return federated("v1beta1", "FederatedDeployment", "shop", "", spec) }
+
+func cellManifest(ns, name, cluster string) string {
+	s := fmt.Sprintf("apiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)
+	if cluster != "" {
+		s += "spec:\n  cluster: " + cluster + "\n"
+	}
+	return s
+}
+
+func request(op Operation, sub string, obj, old *unstructured.Unstructured) Request {
+	src := obj
+	if src == nil {
+		src = old
+	}
+	gvk := src.GroupVersionKind()
+	r := Request{
+		Operation:   op,
+		Kind:        gvk,
+		Resource:    schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind) + "s"},
+		Namespace:   src.GetNamespace(),
+		Name:        src.GetName(),
+		SubResource: sub,
+		Object:      obj,
+		OldObject:   old,
+	}
+	return r
+}
+
+// Outcomes.
+
+type outcome int
+
+const (
+	allowed outcome = iota
+	invalid
+	forbidden
+	internal
+)
+
+func (o outcome) String() string {
+	return [...]string{"allowed", "Invalid", "Forbidden", "InternalError"}[o]
+}
+
+func checkOutcome(t *testing.T, err error, want outcome, msgs []string) {
+	t.Helper()
+	if want == allowed {
+		if err != nil {
+			t.Fatalf("want allowed, got %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want %s, got allowed", want)
+	}
+	got := map[outcome]bool{invalid: apierrors.IsInvalid(err), forbidden: apierrors.IsForbidden(err), internal: apierrors.IsInternalError(err)}
+	if !got[want] {
+		t.Fatalf("want %s, got %v (reason %q)", want, err, apierrors.ReasonForError(err))
+	}
+	for _, m := range msgs {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("message lacks %q:\n%s", m, err.Error())
+		}
+	}
+}
+
+// Validate.
+
+type validateCase struct {
+	name string
+	op   Operation // CREATE when empty
+	sub  string
+	obj  string // the new object; empty for a DELETE without one
+	old  string // the current object on UPDATE and DELETE
+	want outcome
+	msgs []string // substrings of the error message
+}
+
+func runValidate(t *testing.T, cases []validateCase) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.name] {
+			t.Fatalf("duplicate case name %q", c.name)
+		}
+		seen[c.name] = true
+		t.Run(c.name, func(t *testing.T) {
+			op := c.op
+			if op == "" {
+				op = Create
+			}
+			obj, old := object(t, c.obj), object(t, c.old)
+			var before *unstructured.Unstructured
+			if obj != nil {
+				before = obj.DeepCopy()
+			}
+			err := newAdmitter().Validate(request(op, c.sub, obj, old))
+			checkOutcome(t, err, c.want, c.msgs)
+			if obj != nil && !reflect.DeepEqual(before.Object, obj.Object) {
+				t.Errorf("Validate changed the object:\nbefore %v\nafter  %v", before.Object, obj.Object)
+			}
+		})
+	}
+}
+
+const deploymentTemplate = `template:
+  metadata:
+    labels: {app: web}
+  spec:
+    replicas: 1
+`
+
+func TestValidateFederatedV1beta2Placement(t *testing.T) {
+	runValidate(t, []validateCase{
+		{
+			name: "two cells on different clusters",
+			obj: v2(deploymentTemplate + `placement:
+  topologies: [{name: rz00a}, {name: rz00b}]
+`),
+		},
+		{
+			name: "topologyType cell spelled out",
+			obj: v2(`placement:
+  topologyType: cell
+  topologies: [{name: rz00a}]
+`),
+		},
+		{
+			name: "empty placement",
+			obj:  v2(`placement: {topologies: []}`),
+		},
+		{
+			name: "no spec at all",
+			obj:  v2(""),
+		},
+		{
+			name: "two cells on the same physical cluster",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00c}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement", `"rz00a"`, `"rz00c"`, `cluster "c1"`},
+		},
+		{
+			name: "topologySelector matching two cells of one cluster",
+			obj: v2(`placement:
+  topologySelector:
+    matchLabels: {zone: z1}
+`),
+			want: invalid,
+			msgs: []string{"spec.placement", `"rz00a"`, `"rz00c"`, `cluster "c1"`},
+		},
+		{
+			name: "topologySelector matching cells of different clusters",
+			obj: v2(`placement:
+  topologySelector:
+    matchLabels: {region: east}
+`),
+		},
+		{
+			name: "named cell and selector picking another cell of its cluster",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}]
+  topologySelector:
+    matchLabels: {region: west}
+`),
+			want: invalid,
+			msgs: []string{`"rz00a"`, `"rz00c"`, `cluster "c1"`},
+		},
+		{
+			name: "named cell also matched by the selector",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}]
+  topologySelector:
+    matchLabels: {zone: z1, region: east}
+`),
+		},
+		{
+			name: "missing cell",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz99}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[1].name", `cell "rz99"`, "namespace shop", "cellfedctl cell create rz99"},
+		},
+		{
+			name: "a cell of another namespace is missing here",
+			obj: federated("v1beta2", "FederatedDeployment", "other-ns", "", `placement:
+  topologies: [{name: rz00b}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[0].name", `cell "rz00b"`, "namespace other-ns"},
+		},
+		{
+			name: "placementMask with a missing cell",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00b}]
+placementMask:
+  topologies: [{name: rz98}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placementMask.topologies[0].name", `cell "rz98"`, "namespace shop"},
+		},
+		{
+			name: "placementMask on cells of one cluster is fine",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}]
+placementMask:
+  topologies: [{name: rz00a}, {name: rz00c}]
+`),
+		},
+		{
+			name: "UPDATE with unchanged placement whose cells are gone",
+			op:   Update,
+			obj: v2(deploymentTemplate + `placement:
+  topologies: [{name: rz00a}, {name: gone1}]
+placementMask:
+  topologies: [{name: gone2}]
+`),
+			old: v2(`placement:
+  topologies: [{name: rz00a}, {name: gone1}]
+placementMask:
+  topologies: [{name: gone2}]
+`),
+		},
+		{
+			name: "UPDATE with unchanged placement on cells now sharing a cluster",
+			op:   Update,
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00c}]
+`),
+			old: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00c}]
+`),
+		},
+		{
+			name: "UPDATE adding a missing cell",
+			op:   Update,
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: gone1}, {name: rz97}]
+`),
+			old: v2(`placement:
+  topologies: [{name: rz00a}, {name: gone1}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[2].name", `cell "rz97"`},
+		},
+		{
+			name: "UPDATE adding a cell on an already used cluster",
+			op:   Update,
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00c}]
+`),
+			old: v2(`placement:
+  topologies: [{name: rz00a}]
+`),
+			want: invalid,
+			msgs: []string{`"rz00a"`, `"rz00c"`, `cluster "c1"`},
+		},
+		{
+			name: "deletionTimestamp set, cells gone",
+			op:   Update,
+			obj: federated("v1beta2", "FederatedDeployment", "shop", `deletionTimestamp: "2024-01-01T00:00:00Z"
+finalizers: []
+`, `placement:
+  topologies: [{name: gone1}, {name: rz00a}, {name: rz00c}]
+`),
+			old: federated("v1beta2", "FederatedDeployment", "shop", `deletionTimestamp: "2024-01-01T00:00:00Z"
+finalizers: [kubefed.io/sync-controller]
+`, `placement:
+  topologies: [{name: rz00a}]
+`),
+		},
+		{
+			name: "topologyType cluster: physical clusters are not looked up",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologies: [{name: c1}, {name: c9}]
+`),
+		},
+	})
+}
+
+func TestValidateFederatedV1beta2Names(t *testing.T) {
+	runValidate(t, []validateCase{
+		{
+			name: "invalid topology name",
+			obj: v2(`placement:
+  topologies: [{name: Bad_Name}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[0].name", "Bad_Name", "cell names are DNS labels"},
+		},
+		{
+			name: "empty topology name",
+			obj: v2(`placement:
+  topologies: [{name: ""}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[0].name", "Required", "name the cell"},
+		},
+		{
+			name: "invalid name in placementMask",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}]
+placementMask:
+  topologies: [{name: Bad_Name}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placementMask.topologies[0].name", "Bad_Name"},
+		},
+		{
+			name: "duplicate topology in placement",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00b}, {name: rz00a}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[2].name", "Duplicate value", `"rz00a"`},
+		},
+		{
+			name: "duplicate topology in overrides",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}]
+overrides:
+- topologyName: rz00a
+  clusterOverrides: [{path: /spec/replicas, value: 2}]
+- topologyName: rz00a
+  clusterOverrides: [{path: /spec/replicas, value: 3}]
+`),
+			want: invalid,
+			msgs: []string{"spec.overrides[1].topologyName", "Duplicate value", `"rz00a"`},
+		},
+		{
+			name: "invalid topology name in overrides",
+			obj: v2(`overrides:
+- topologyName: Bad_Name
+`),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].topologyName", "Bad_Name"},
+		},
+		{
+			name: "type cluster with a dotted name",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologies: [{name: shop.rz00a}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[0].name", "shop.rz00a", "per-cell clusters", "topologyType: cell"},
+		},
+		{
+			name: "type cluster with a dotted override name",
+			obj: v2(`placement:
+  topologyType: cluster
+overrides:
+- topologyName: shop.rz00a
+`),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].topologyName", "shop.rz00a", "per-cell clusters"},
+		},
+		{
+			name: "selector with reserved key cellfed.io/namespace",
+			obj: v2(`placement:
+  topologySelector:
+    matchLabels: {cellfed.io/namespace: shop}
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologySelector", "cellfed.io/namespace", "reserved"},
+		},
+		{
+			name: "selector expression with reserved key cellfed.io/cell",
+			obj: v2(`placement:
+  topologySelector:
+    matchExpressions:
+    - {key: cellfed.io/cell, operator: In, values: [rz00a]}
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologySelector", "cellfed.io/cell", "reserved"},
+		},
+		{
+			name: "type cluster selector with reserved key",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologySelector:
+    matchLabels: {cellfed.io/topology-type: cell}
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologySelector", "cellfed.io/topology-type"},
+		},
+		{
+			name: "selector with a bad operator",
+			obj: v2(`placement:
+  topologySelector:
+    matchExpressions:
+    - {key: zone, operator: Near, values: [z1]}
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologySelector"},
+		},
+		{
+			name: "unknown version",
+			obj:  federated("v1alpha9", "FederatedDeployment", "shop", "", `placement: {}`),
+			want: invalid,
+			msgs: []string{"apiVersion", "types.kubefed.io/v1alpha9", "v1beta1 or v1beta2"},
+		},
+	})
+}
+
+func TestValidateFederatedOverrides(t *testing.T) {
+	withOverride := func(ops string) string {
+		return v2("placement:\n  topologies: [{name: rz00a}]\noverrides:\n- topologyName: rz00a\n  clusterOverrides:\n" + indent(ops, 2))
+	}
+	var cases []validateCase
+	for _, path := range []string{"/metadata/name", "/metadata/namespace", "/metadata/generateName", "/kind", "/apiVersion", "/metadata/name/x", "/metadata/namespace/x"} {
+		cases = append(cases, validateCase{
+			name: "forbidden path " + path,
+			obj:  withOverride("- {op: replace, path: " + path + ", value: x}\n"),
+			want: forbidden,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "cannot be overridden", "forbidden: /metadata/name, /metadata/namespace"},
+		})
+	}
+	cases = append(cases, []validateCase{
+		{
+			name: "forbidden path in v1beta1",
+			obj: v1(`placement:
+  clusters: [{name: c1}]
+overrides:
+- clusterName: c1
+  clusterOverrides: [{path: /metadata/name, value: x}]
+`),
+			want: forbidden,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "/metadata/name", "cannot be overridden"},
+		},
+		{
+			name: "allowed paths next to forbidden ones",
+			obj: withOverride(`- {path: /metadata/labels/x, value: y}
+- {path: /metadata/annotations, value: {a: b}}
+- {path: /kindness, value: 1}
+- {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: A, value: B}}
+- {op: remove, path: /metadata/namespaceSelector}
+`),
+		},
+		{
+			name: "path not starting with a slash",
+			obj:  withOverride("- {path: spec/replicas, value: 2}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "spec/replicas", "JSON pointer"},
+		},
+		{
+			name: "path with an empty segment",
+			obj:  withOverride("- {path: /spec//replicas, value: 2}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "JSON pointer"},
+		},
+		{
+			name: "path missing",
+			obj:  withOverride("- {value: 2}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "Required"},
+		},
+		{
+			name: "op add without value",
+			obj:  withOverride("- {op: add, path: /spec/replicas}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].value", "Required", `"add" needs a value`},
+		},
+		{
+			name: "default op without value",
+			obj:  withOverride("- {op: remove, path: /spec/paused}\n- {path: /spec/replicas}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[1].value", `"replace" needs a value`},
+		},
+		{
+			name: "unknown op",
+			obj:  withOverride("- {op: move, path: /spec/replicas, value: 2}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].op", "Unsupported value", `"move"`, `"add"`, `"remove"`, `"replace"`},
+		},
+	}...)
+	runValidate(t, cases)
+}
+
+func TestValidateFederatedTemplate(t *testing.T) {
+	runValidate(t, []validateCase{
+		{
+			name: "template kind mismatch",
+			obj: v2(`template:
+  kind: Service
+`),
+			want: invalid,
+			msgs: []string{"spec.template.kind", "Service", `set kind "Deployment"`},
+		},
+		{
+			name: "template apiVersion mismatch",
+			obj: v2(`template:
+  apiVersion: apps/v1beta1
+`),
+			want: invalid,
+			msgs: []string{"spec.template.apiVersion", "apps/v1beta1", `set apiVersion "apps/v1"`},
+		},
+		{
+			name: "both wrong",
+			obj: v1(`template:
+  apiVersion: v1
+  kind: Service
+`),
+			want: invalid,
+			msgs: []string{"spec.template.kind", "spec.template.apiVersion", `"Deployment"`, `"apps/v1"`},
+		},
+		{
+			name: "template with matching kind and apiVersion",
+			obj: v2(`template:
+  apiVersion: apps/v1
+  kind: Deployment
+`),
+		},
+		{
+			name: "template without kind and apiVersion",
+			obj:  v2(deploymentTemplate),
+		},
+		{
+			name: "core group target: v1 is right",
+			obj: federated("v1beta2", "FederatedService", "shop", "", `template:
+  apiVersion: v1
+  kind: Service
+`),
+		},
+		{
+			name: "core group target: core/v1 is wrong",
+			obj: federated("v1beta2", "FederatedService", "shop", "", `template:
+  apiVersion: core/v1
+`),
+			want: invalid,
+			msgs: []string{"spec.template.apiVersion", `set apiVersion "v1"`},
+		},
+		{
+			name: "kind not enabled: template not checked",
+			obj: federated("v1beta2", "FederatedConfigMap", "shop", "", `template:
+  apiVersion: apps/v1
+  kind: Deployment
+placement:
+  topologies: [{name: rz00a}]
+`),
+		},
+		{
+			name: "kind not enabled: placement still checked",
+			obj: federated("v1beta2", "FederatedConfigMap", "shop", "", `placement:
+  topologies: [{name: rz99}]
+`),
+			want: invalid,
+			msgs: []string{`cell "rz99"`},
+		},
+		{
+			name: "reading the type configs fails",
+			obj:  federated("v1beta2", "FederatedBroken", "shop", "", `placement: {}`),
+			want: internal,
+			msgs: []string{"cache unavailable"},
+		},
+	})
+}
+
+func TestValidateFederatedV1beta1(t *testing.T) {
+	runValidate(t, []validateCase{
+		{
+			name: "another namespace's cell",
+			obj: v1(`placement:
+  clusters: [{name: other-ns.rz00a}]
+`),
+			want: forbidden,
+			msgs: []string{"spec.placement.clusters[0].name", "other-ns.rz00a", `namespace "other-ns"`, "its own namespace's cells"},
+		},
+		{
+			name: "another namespace's cell in overrides",
+			obj: v1(`placement:
+  clusters: [{name: c1}]
+overrides:
+- clusterName: other-ns.rz00a
+`),
+			want: forbidden,
+			msgs: []string{"spec.overrides[0].clusterName", "other-ns.rz00a"},
+		},
+		{
+			name: "own cells on different clusters",
+			obj: v1(deploymentTemplate + `placement:
+  clusters: [{name: shop.rz00a}, {name: shop.rz00b}]
+overrides:
+- clusterName: shop.rz00b
+  clusterOverrides: [{path: /spec/replicas, value: 2}]
+`),
+		},
+		{
+			name: "own cells on the same cluster",
+			obj: v1(`placement:
+  clusters: [{name: shop.rz00a}, {name: shop.rz00c}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement", `"rz00a"`, `"rz00c"`, `cluster "c1"`},
+		},
+		{
+			name: "own cell missing",
+			obj: v1(`placement:
+  clusters: [{name: c1}, {name: shop.rz99}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.clusters[1].name", `cell "rz99"`, "namespace shop"},
+		},
+		{
+			name: "physical clusters are not looked up",
+			obj: v1(`placement:
+  clusters: [{name: c1}, {name: c9}]
+overrides:
+- clusterName: c9
+  clusterOverrides: [{path: /spec/replicas, value: 2}]
+`),
+		},
+		{
+			name: "physical clusters and own cells",
+			obj: v1(`placement:
+  clusters: [{name: c2}, {name: shop.rz00a}]
+`),
+		},
+		{
+			name: "UPDATE with unchanged placement whose cell is gone",
+			op:   Update,
+			obj: v1(`placement:
+  clusters: [{name: shop.gone1}, {name: c1}]
+`),
+			old: v1(`placement:
+  clusters: [{name: shop.gone1}, {name: c1}]
+`),
+		},
+		{
+			name: "deletionTimestamp set, cell gone",
+			op:   Update,
+			obj: federated("v1beta1", "FederatedDeployment", "shop", `deletionTimestamp: "2024-01-01T00:00:00Z"
+`, `placement:
+  clusters: [{name: shop.gone1}]
+`),
+		},
+		{
+			name: "duplicate cluster",
+			obj: v1(`placement:
+  clusters: [{name: c1}, {name: c1}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.clusters[1].name", "Duplicate value", `"c1"`},
+		},
+		{
+			name: "duplicate override",
+			obj: v1(`overrides:
+- clusterName: shop.rz00a
+- clusterName: shop.rz00a
+`),
+			want: invalid,
+			msgs: []string{"spec.overrides[1].clusterName", "Duplicate value"},
+		},
+		{
+			name: "not a cluster name",
+			obj: v1(`placement:
+  clusters: [{name: Bad_Name}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.clusters[0].name", "Bad_Name", "not a cluster name"},
+		},
+		{
+			name: "empty cluster name",
+			obj: v1(`placement:
+  clusters: [{name: ""}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.clusters[0].name", "Required"},
+		},
+		{
+			name: "template kind mismatch",
+			obj: v1(`template:
+  kind: Service
+placement:
+  clusters: [{name: c1}]
+`),
+			want: invalid,
+			msgs: []string{"spec.template.kind", `set kind "Deployment"`},
+		},
+		{
+			name: "clusterSelector pinned to own cells (as converted from v1beta2)",
+			obj: v1(`placement:
+  clusterSelector:
+    matchLabels: {cellfed.io/topology-type: cell, cellfed.io/namespace: shop, zone: z1}
+`),
+		},
+	})
+}
+
+func TestValidateNeverRejects(t *testing.T) {
+	bad := v2(`template: {kind: Service}
+placement:
+  topologies: [{name: Bad_Name}, {name: rz99}, {name: rz00a}, {name: rz00c}]
+overrides:
+- topologyName: rz00a
+  clusterOverrides: [{op: move, path: /metadata/name}]
+`)
+	runValidate(t, []validateCase{
+		{name: "status update of a federated object", op: Update, sub: "status", obj: bad, old: bad},
+		{name: "DELETE of a federated object", op: Delete, old: bad},
+		{name: "DELETE with an object", op: Delete, obj: bad, old: bad},
+		{name: "status update of a cell", op: Update, sub: "status", obj: cellManifest("plain", "bad.cell", ""), old: cellManifest("plain", "bad.cell", "")},
+		{name: "DELETE of a cell", op: Delete, old: cellManifest("plain", "bad.cell", "")},
+		{name: "DELETE of a cluster", op: Delete, old: "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: a.b.c, namespace: " + fedNamespace + "}\n"},
+		{name: "other kinds", obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: plain, labels: {cellfed.io/tenant: evil}}\n"},
+	})
+}
+
+func TestValidateCell(t *testing.T) {
+	runValidate(t, []validateCase{
+		{
+			name: "valid cell",
+			obj: `apiVersion: core.cellfed.io/v1alpha1
+kind: Cell
+metadata:
+  name: rz01a
+  namespace: shop
+  labels: {zone: z1}
+spec:
+  cluster: c1
+`,
+		},
+		{
+			name: "name with a dot",
+			obj:  cellManifest("shop", "rz.01a", "c1"),
+			want: invalid,
+			msgs: []string{"metadata.name", "rz.01a", "DNS labels", "no dots"},
+		},
+		{
+			name: "namespace not a tenant workspace",
+			obj:  cellManifest("plain", "rz01a", "c1"),
+			want: forbidden,
+			msgs: []string{"metadata.namespace", "tenant workspaces", "label namespace plain", "cellfed.io/tenant=<tenant>", "cellfed.io/workspace=<workspace>"},
+		},
+		{
+			name: "namespace with a tenant but no workspace",
+			obj:  cellManifest("half", "rz01a", "c1"),
+			want: forbidden,
+			msgs: []string{"metadata.namespace", "label namespace half"},
+		},
+		{
+			name: "spec.cluster missing",
+			obj:  cellManifest("shop", "rz01a", ""),
+			want: invalid,
+			msgs: []string{"spec.cluster", "Required", "physical KubeFedCluster"},
+		},
+		{
+			name: "spec.cluster with a dot",
+			obj:  cellManifest("shop", "rz01a", "shop.rz00a"),
+			want: invalid,
+			msgs: []string{"spec.cluster", "shop.rz00a", "per-cell clusters"},
+		},
+		{
+			name: "spec.cluster does not exist",
+			obj:  cellManifest("shop", "rz01a", "c9"),
+			want: invalid,
+			msgs: []string{"spec.cluster", `KubeFedCluster "c9" does not exist`, fedNamespace, "cellfedctl join c9"},
+		},
+		{
+			name: "UPDATE with the same cluster, now gone",
+			op:   Update,
+			obj:  cellManifest("shop", "rz01a", "c9"),
+			old:  cellManifest("shop", "rz01a", "c9"),
+		},
+		{
+			name: "UPDATE moving to a cluster that does not exist",
+			op:   Update,
+			obj:  cellManifest("shop", "rz01a", "c8"),
+			old:  cellManifest("shop", "rz01a", "c9"),
+			want: invalid,
+			msgs: []string{"spec.cluster", `"c8"`},
+		},
+		{
+			name: "permission and validity errors together are Forbidden",
+			obj:  cellManifest("plain", "rz.01a", ""),
+			want: forbidden,
+			msgs: []string{"metadata.namespace", "metadata.name", "spec.cluster"},
+		},
+		{
+			name: "reading the namespace fails",
+			obj:  cellManifest("broken", "rz01a", "c1"),
+			want: internal,
+			msgs: []string{"cache unavailable"},
+		},
+	})
+}
+
+func kubeFedCluster(name, labels, spec string) string {
+	s := "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata:\n  name: " + name + "\n  namespace: " + fedNamespace + "\n"
+	if labels != "" {
+		s += "  labels:\n" + indent(labels, 4)
+	}
+	return s + "spec:\n" + indent(spec, 2)
+}
+
+const clusterSpec = `apiEndpoint: https://10.0.0.1:6443
+secretRef: {name: c3-token}
+`
+
+func TestValidateKubeFedCluster(t *testing.T) {
+	cellLabels := "cellfed.io/topology-type: cell\ncellfed.io/namespace: shop\ncellfed.io/cell: rz00a\n"
+	runValidate(t, []validateCase{
+		{name: "physical cluster", obj: kubeFedCluster("c3", "zone: z1", clusterSpec+"caBundle: Zm9v\nproxyURL: socks5://proxy:1080\n")},
+		{
+			name: "apiEndpoint missing",
+			obj:  kubeFedCluster("c3", "", "secretRef: {name: c3-token}"),
+			want: invalid,
+			msgs: []string{"spec.apiEndpoint", "Required", "https://"},
+		},
+		{
+			name: "apiEndpoint not a URL",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: '://10.0.0.1'\nsecretRef: {name: c3-token}"),
+			want: invalid,
+			msgs: []string{"spec.apiEndpoint", "not a URL"},
+		},
+		{
+			name: "apiEndpoint without scheme",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: 10.0.0.1\nsecretRef: {name: c3-token}"),
+			want: invalid,
+			msgs: []string{"spec.apiEndpoint", "10.0.0.1", "absolute URL with scheme and host"},
+		},
+		{
+			name: "apiEndpoint host:port without scheme",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: api.example.com:6443\nsecretRef: {name: c3-token}"),
+			want: invalid,
+			msgs: []string{"spec.apiEndpoint", "scheme and host"},
+		},
+		{
+			name: "proxyURL without host",
+			obj:  kubeFedCluster("c3", "", clusterSpec+"proxyURL: http://\n"),
+			want: invalid,
+			msgs: []string{"spec.proxyURL", "scheme and host"},
+		},
+		{
+			name: "secretRef.name missing",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: https://10.0.0.1:6443\nsecretRef: {}"),
+			want: invalid,
+			msgs: []string{"spec.secretRef.name", "Required", `key "token"`},
+		},
+		{
+			name: "secretRef.name not a Secret name",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: https://10.0.0.1:6443\nsecretRef: {name: Bad_Name}"),
+			want: invalid,
+			msgs: []string{"spec.secretRef.name", "Bad_Name"},
+		},
+		{
+			name: "physical name with a dot not following the rule",
+			obj:  kubeFedCluster("east.zone.c1", "", clusterSpec),
+			want: invalid,
+			msgs: []string{"metadata.name", "east.zone.c1", "reserved for per-cell clusters"},
+		},
+		{
+			name: "per-cell cluster with correct labels",
+			obj:  kubeFedCluster("shop.rz00a", cellLabels+"zone: z1\n", clusterSpec),
+		},
+		{
+			name: "per-cell cluster labelled for another cell",
+			obj:  kubeFedCluster("shop.rz00a", "cellfed.io/topology-type: cell\ncellfed.io/namespace: shop\ncellfed.io/cell: rz00b\n", clusterSpec),
+			want: invalid,
+			msgs: []string{"metadata.labels[cellfed.io/cell]", "rz00b", "per-cell cluster of cell shop/rz00a", "cellfed.io/cell=rz00a"},
+		},
+		{
+			name: "per-cell cluster without labels",
+			obj:  kubeFedCluster("shop.rz00a", "", clusterSpec),
+			want: invalid,
+			msgs: []string{"metadata.labels[cellfed.io/topology-type]", "metadata.labels[cellfed.io/namespace]", "metadata.labels[cellfed.io/cell]", "cellfed.io/namespace=shop"},
+		},
+		{
+			name: "physical cluster carrying cellfed.io/topology-type",
+			obj:  kubeFedCluster("c3", "cellfed.io/topology-type: cell\n", clusterSpec),
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/topology-type]", "reserved for per-cell clusters"},
+		},
+		{
+			name: "physical cluster carrying cellfed.io/namespace and cellfed.io/cell",
+			obj:  kubeFedCluster("c3", "cellfed.io/namespace: shop\ncellfed.io/cell: rz00a\n", clusterSpec),
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/namespace]", "metadata.labels[cellfed.io/cell]"},
+		},
+	})
+}
+
+// Mutate.
+
+type mutateCase struct {
+	name string
+	op   Operation // CREATE when empty
+	sub  string
+	obj  string
+	want outcome
+	msgs []string
+	// labels are the object's labels after an allowed Mutate; nil means
+	// the object is unchanged.
+	labels map[string]string
+}
+
+func TestMutate(t *testing.T) {
+	acme := map[string]string{cellv1alpha1.LabelTenant: "acme", cellv1alpha1.LabelWorkspace: "shop-ws"}
+	with := func(extra map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range acme {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	cases := []mutateCase{
+		{
+			name:   "federated object gets the namespace's labels",
+			obj:    v2(`placement: {topologies: [{name: rz00a}]}`),
+			labels: acme,
+		},
+		{
+			name:   "v1beta1 object keeps its own labels",
+			obj:    federated("v1beta1", "FederatedService", "shop", "labels: {app: web}\n", `placement: {clusters: []}`),
+			labels: with(map[string]string{"app": "web"}),
+		},
+		{
+			name:   "cell gets the namespace's labels",
+			obj:    cellManifest("shop", "rz01a", "c1"),
+			labels: acme,
+		},
+		{
+			name:   "UPDATE sets them too",
+			op:     Update,
+			obj:    federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: acme}\n", ""),
+			labels: acme,
+		},
+		{
+			name: "object with the same values",
+			obj:  federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws, app: web}\n", ""),
+		},
+		{
+			name: "object with another tenant",
+			obj:  federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: evil}\n", ""),
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", "namespace shop", `cellfed.io/tenant "acme"`, `not "evil"`},
+		},
+		{
+			name: "cell with another workspace",
+			obj: `apiVersion: core.cellfed.io/v1alpha1
+kind: Cell
+metadata:
+  name: rz01a
+  namespace: shop
+  labels: {cellfed.io/workspace: other-ws}
+spec: {cluster: c1}
+`,
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/workspace]", `cellfed.io/workspace "shop-ws"`, `not "other-ws"`},
+		},
+		{
+			name: "namespace without tenancy labels, object with a tenant",
+			obj:  federated("v1beta2", "FederatedDeployment", "plain", "labels: {cellfed.io/tenant: acme}\n", ""),
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", "namespace plain is not a tenant workspace", "remove this label"},
+		},
+		{
+			name: "namespace with a tenant only, object with a workspace",
+			obj:  federated("v1beta2", "FederatedDeployment", "half", "labels: {cellfed.io/workspace: shop-ws}\n", ""),
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/workspace]", "namespace half is not a tenant workspace"},
+		},
+		{
+			name:   "namespace with a tenant only",
+			obj:    federated("v1beta2", "FederatedDeployment", "half", "", ""),
+			labels: map[string]string{cellv1alpha1.LabelTenant: "acme"},
+		},
+		{
+			name: "namespace without tenancy labels, object without them",
+			obj:  federated("v1beta2", "FederatedDeployment", "plain", "", ""),
+		},
+		{
+			name: "namespace does not exist",
+			obj:  federated("v1beta2", "FederatedDeployment", "nowhere", "labels: {cellfed.io/tenant: evil}\n", ""),
+		},
+		{
+			name: "reading the namespace fails",
+			obj:  federated("v1beta2", "FederatedDeployment", "broken", "", ""),
+			want: internal,
+			msgs: []string{"cache unavailable"},
+		},
+		{
+			name: "KubeFedCluster untouched",
+			obj:  kubeFedCluster("shop.rz00a", "cellfed.io/tenant: evil\n", clusterSpec),
+		},
+		{
+			name: "KubeFedCluster in a tenant namespace untouched",
+			obj:  "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: c3, namespace: shop}\nspec: {apiEndpoint: 'https://x'}\n",
+		},
+		{
+			name: "other kinds untouched",
+			obj:  "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n",
+		},
+		{
+			name: "status subresource untouched",
+			op:   Update,
+			sub:  "status",
+			obj:  federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: evil}\n", ""),
+		},
+		{
+			name: "DELETE untouched",
+			op:   Delete,
+			obj:  federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: evil}\n", ""),
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := c.op
+			if op == "" {
+				op = Create
+			}
+			obj := object(t, c.obj)
+			before := obj.DeepCopy()
+			err := newAdmitter().Mutate(request(op, c.sub, obj, nil))
+			checkOutcome(t, err, c.want, c.msgs)
+			if c.want != allowed || c.labels == nil {
+				if !reflect.DeepEqual(before.Object, obj.Object) {
+					t.Errorf("object changed:\nbefore %v\nafter  %v", before.Object, obj.Object)
+				}
+				return
+			}
+			if got := obj.GetLabels(); !reflect.DeepEqual(got, c.labels) {
+				t.Errorf("labels = %v, want %v", got, c.labels)
+			}
+			// Only the labels change.
+			after := obj.DeepCopy()
+			after.SetLabels(before.GetLabels())
+			if !reflect.DeepEqual(before.Object, after.Object) {
+				t.Errorf("more than the labels changed:\nbefore %v\nafter  %v", before.Object, obj.Object)
+			}
+		})
+	}
+}
+
+// Mutate then Validate, as the API server runs them.
+func TestMutateThenValidate(t *testing.T) {
+	a := newAdmitter()
+	obj := object(t, v2(deploymentTemplate+"placement: {topologies: [{name: rz00a}, {name: rz00b}]}\n"))
+	r := request(Create, "", obj, nil)
+	if err := a.Mutate(r); err != nil {
+		t.Fatalf("Mutate: %v", err)
+	}
+	if err := a.Validate(r); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if got := obj.GetLabels()[cellv1alpha1.LabelTenant]; got != "acme" {
+		t.Errorf("tenant label = %q, want acme", got)
+	}
+}

@@ -577,11 +577,11 @@ func TestValidateFederatedOverrides(t *testing.T) {
 		return v2("placement:\n  topologies: [{name: rz00a}]\noverrides:\n- topologyName: rz00a\n  clusterOverrides:\n" + indent(ops, 2))
 	}
 	var cases []validateCase
-	for _, path := range []string{"/metadata/name", "/metadata/namespace", "/metadata/generateName", "/kind", "/apiVersion", "/metadata/name/x", "/metadata/namespace/x"} {
+	for _, path := range []string{"/metadata/name", "/metadata/namespace", "/metadata/generateName", "/kind", "/apiVersion", "/metadata/name/x", "/metadata/namespace/x", "/metadata"} {
 		cases = append(cases, validateCase{
 			name: "forbidden path " + path,
 			obj:  withOverride("- {op: replace, path: " + path + ", value: x}\n"),
-			want: forbidden,
+			want: invalid,
 			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "cannot be overridden", "forbidden: /metadata/name, /metadata/namespace"},
 		})
 	}
@@ -594,7 +594,7 @@ overrides:
 - clusterName: c1
   clusterOverrides: [{path: /metadata/name, value: x}]
 `),
-			want: forbidden,
+			want: invalid,
 			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "/metadata/name", "cannot be overridden"},
 		},
 		{
@@ -727,6 +727,53 @@ placement:
 
 func TestValidateFederatedV1beta1(t *testing.T) {
 	runValidate(t, []validateCase{
+		{
+			name: "selector that could reach other tenants' cells",
+			obj: v1(`placement:
+  clusterSelector: {matchLabels: {zone: z1}}
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.clusterSelector", "other namespaces' cells", "DoesNotExist"},
+		},
+		{
+			name: "selector of physical clusters only",
+			obj: v1(`placement:
+  clusterSelector: {matchLabels: {zone: z1}, matchExpressions: [{key: cellfed.io/topology-type, operator: DoesNotExist}]}
+`),
+		},
+		{
+			name: "selector pinned to own cells, as conversion writes it",
+			obj: v1(`placement:
+  clusterSelector:
+    matchLabels: {zone: z1}
+    matchExpressions: [{key: cellfed.io/topology-type, operator: In, values: [cell]}, {key: cellfed.io/namespace, operator: In, values: [shop]}]
+`),
+		},
+		{
+			name: "selector pinned to another namespace",
+			obj: v1(`placement:
+  clusterSelector:
+    matchExpressions: [{key: cellfed.io/topology-type, operator: In, values: [cell]}, {key: cellfed.io/namespace, operator: In, values: [other-ns]}]
+`),
+			want: forbidden,
+			msgs: []string{"spec.placement.clusterSelector.matchExpressions[1]", "its own namespace's cells"},
+		},
+		{
+			name: "selector with another namespace in matchLabels",
+			obj: v1(`placement:
+  clusterSelector: {matchLabels: {cellfed.io/namespace: other-ns, cellfed.io/topology-type: cell}}
+`),
+			want: forbidden,
+			msgs: []string{"spec.placement.clusterSelector.matchLabels[cellfed.io/namespace]"},
+		},
+		{
+			name: "a physical cluster and a cell on it",
+			obj: v1(`placement:
+  clusters: [{name: c1}, {name: shop.rz00a}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement", `cell "rz00a" is on cluster "c1", which is placed too`},
+		},
 		{
 			name: "another namespace's cell",
 			obj: v1(`placement:

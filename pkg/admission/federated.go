@@ -140,6 +140,9 @@ func readPlacement(ns, apiVersion string, u interface {
 			}
 		}
 		p.selector, p.selectorPath = o.Spec.Placement.ClusterSelector, pp.Child("clusterSelector")
+		if p.selector != nil {
+			p.errs = append(p.errs, communitySelectorErrors(ns, p.selector, p.selectorPath)...)
+		}
 		for i, ov := range o.Spec.Overrides {
 			path := spec.Child("overrides").Index(i)
 			ops := make([]typesv1beta2.ClusterOverride, len(ov.ClusterOverrides))
@@ -258,8 +261,10 @@ func validateOverridePath(path *field.Path, p string) field.ErrorList {
 		return field.ErrorList{field.Invalid(path, p, "must be a JSON pointer such as /spec/replicas")}
 	}
 	for _, f := range ForbiddenOverridePaths {
-		if p == f || strings.HasPrefix(p, f+"/") {
-			return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s identifies the object and cannot be overridden (forbidden: %s)", f, strings.Join(ForbiddenOverridePaths, ", ")))}
+		// The path, anything below it, and anything above it (replacing
+		// /metadata would replace the name too) are forbidden.
+		if p == f || strings.HasPrefix(p, f+"/") || strings.HasPrefix(f, p+"/") {
+			return field.ErrorList{field.Invalid(path, p, fmt.Sprintf("%s identifies the object and cannot be overridden (forbidden: %s, and their parents)", f, strings.Join(ForbiddenOverridePaths, ", ")))}
 		}
 	}
 	return nil
@@ -345,10 +350,17 @@ func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (f
 		return errs, nil
 	}
 	byCluster := map[string]string{}
+	for _, c := range p.clusters {
+		byCluster[c.value] = c.value
+	}
 	for _, cellName := range order {
 		cell := placed[cellName]
 		if first, ok := byCluster[cell.Spec.Cluster]; ok {
-			errs = append(errs, field.Invalid(p.placementPath(), cellName, fmt.Sprintf("cells %q and %q are both on cluster %q: the member object would be written twice; place the object on only one of them", first, cellName, cell.Spec.Cluster)))
+			what := fmt.Sprintf("cells %q and %q are both on cluster %q", first, cellName, cell.Spec.Cluster)
+			if first == cell.Spec.Cluster {
+				what = fmt.Sprintf("cell %q is on cluster %q, which is placed too", cellName, first)
+			}
+			errs = append(errs, field.Invalid(p.placementPath(), cellName, what+": the member object would be written twice; place the object on only one of them"))
 			continue
 		}
 		byCluster[cell.Spec.Cluster] = cellName
@@ -373,6 +385,41 @@ func samePlacement(a, b placement) bool {
 		return p.selector.String()
 	}
 	return names(a) == names(b) && selector(a) == selector(b) && a.selectsCells == b.selectsCells
+}
+
+// communitySelectorErrors keeps v1beta1 cluster selectors inside their
+// tenant: a selector must either be pinned to this namespace's cells (as
+// conversion pins a v1beta2 cell selector) or exclude per-cell clusters,
+// so it can never match another namespace's cells.
+func communitySelectorErrors(ns string, sel *metav1.LabelSelector, path *field.Path) field.ErrorList {
+	topologyIn, topologyAbsent, nsPinned := false, false, false
+	var errs field.ErrorList
+	if v, ok := sel.MatchLabels[cellv1alpha1.LabelNamespace]; ok {
+		if v != ns {
+			errs = append(errs, field.Forbidden(path.Child("matchLabels").Key(cellv1alpha1.LabelNamespace), fmt.Sprintf("an object in namespace %s can only select its own namespace's cells", ns)))
+		}
+		nsPinned = true
+	}
+	if v, ok := sel.MatchLabels[cellv1alpha1.LabelTopologyType]; ok && v == cellv1alpha1.TopologyTypeCell {
+		topologyIn = true
+	}
+	for i, e := range sel.MatchExpressions {
+		switch {
+		case e.Key == cellv1alpha1.LabelNamespace:
+			if e.Operator != metav1.LabelSelectorOpIn || len(e.Values) != 1 || e.Values[0] != ns {
+				errs = append(errs, field.Forbidden(path.Child("matchExpressions").Index(i), fmt.Sprintf("an object in namespace %s can only select its own namespace's cells: use {key: %s, operator: In, values: [%s]}", ns, cellv1alpha1.LabelNamespace, ns)))
+			}
+			nsPinned = true
+		case e.Key == cellv1alpha1.LabelTopologyType && e.Operator == metav1.LabelSelectorOpDoesNotExist:
+			topologyAbsent = true
+		case e.Key == cellv1alpha1.LabelTopologyType && e.Operator == metav1.LabelSelectorOpIn && len(e.Values) == 1 && e.Values[0] == cellv1alpha1.TopologyTypeCell:
+			topologyIn = true
+		}
+	}
+	if len(errs) == 0 && !topologyAbsent && !(topologyIn && nsPinned) {
+		errs = append(errs, field.Invalid(path, sel.String(), fmt.Sprintf("this selector could match other namespaces' cells (per-cell clusters carry their cells' labels); to select physical clusters add {key: %s, operator: DoesNotExist} to matchExpressions, or select cells with a v1beta2 topologySelector", cellv1alpha1.LabelTopologyType)))
+	}
+	return errs
 }
 
 func selectorKeys(sel *metav1.LabelSelector) []string {

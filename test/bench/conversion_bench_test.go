@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/cellfed/cellfed/test/framework"
+)
+
+const conversionSetup = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: token, namespace: kube-federation-system}
+stringData: {token: x}
+---
+apiVersion: core.kubefed.io/v1beta1
+kind: KubeFedCluster
+metadata: {name: member1, namespace: kube-federation-system}
+spec: {apiEndpoint: "https://127.0.0.1:1", secretRef: {name: token}}
+---
+apiVersion: core.kubefed.io/v1beta1
+kind: KubeFedCluster
+metadata: {name: member2, namespace: kube-federation-system}
+spec: {apiEndpoint: "https://127.0.0.1:2", secretRef: {name: token}}
+---
+apiVersion: core.cellfed.io/v1alpha1
+kind: Cell
+metadata: {name: rz00a, namespace: shop}
+spec: {cluster: member1}
+---
+apiVersion: core.cellfed.io/v1alpha1
+kind: Cell
+metadata: {name: rz10a, namespace: shop}
+spec: {cluster: member2}
+`
+
+// BenchmarkConversionList lists 1,000 FederatedDeployments through the
+// storage version (v1beta2) and through KubeFed's v1beta1, which the plane
+// converts with its built-in webhook, and reports the cost ratio.
+func BenchmarkConversionList(b *testing.B) {
+	for range b.N {
+		plane := framework.StartPlane(b, framework.PlaneOptions{})
+		framework.Kubectl{Kubeconfig: plane.Kubeconfig}.MustRun(b, conversionSetup, "apply", "-f", "-")
+		cfg := plane.RESTConfig(b)
+		cfg.QPS, cfg.Burst = 1000, 1000
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		v2 := dyn.Resource(schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federateddeployments"}).Namespace("shop")
+		v1 := dyn.Resource(schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federateddeployments"}).Namespace("shop")
+		for i := range objects {
+			if _, err := v2.Create(ctx, federatedDeployment(i), metav1.CreateOptions{}); err != nil {
+				b.Fatalf("create: %v", err)
+			}
+		}
+		raw, err := rest.UnversionedRESTClientFor(withNegotiation(cfg))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Two measures per version: "decoded" is a client-go dynamic list
+		// (what a controller pays, client decoding included); "raw" is the
+		// response bytes only (what the server pays, conversion included).
+		// Warm both paths, then alternate so drift affects both equally.
+		type series struct{ decoded, raw []time.Duration }
+		var storage, community series
+		for i := range 42 {
+			for _, r := range []struct {
+				version string
+				c       dynamic.ResourceInterface
+				out     *series
+			}{{"v1beta2", v2, &storage}, {"v1beta1", v1, &community}} {
+				t0 := time.Now()
+				l, err := r.c.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				if err != nil {
+					b.Fatalf("list: %v", err)
+				}
+				if len(l.Items) != objects {
+					b.Fatalf("list returned %d items, want %d", len(l.Items), objects)
+				}
+				decoded := time.Since(t0)
+				t0 = time.Now()
+				body, err := raw.Get().AbsPath("/apis/types.kubefed.io", r.version, "namespaces/shop/federateddeployments").Param("resourceVersion", "0").DoRaw(ctx)
+				if err != nil {
+					b.Fatalf("raw list: %v", err)
+				}
+				if !bytes.Contains(body, []byte(`"apiVersion":"types.kubefed.io/`+r.version+`"`)) {
+					b.Fatalf("raw %s list is not in %s", r.version, r.version)
+				}
+				if i >= 2 {
+					r.out.decoded = append(r.out.decoded, decoded)
+					r.out.raw = append(r.out.raw, time.Since(t0))
+				}
+			}
+		}
+		for _, m := range []struct {
+			name string
+			v2   []time.Duration
+			v1   []time.Duration
+		}{{"decoded", storage.decoded, community.decoded}, {"raw", storage.raw, community.raw}} {
+			p50v2, p50v1 := percentile(m.v2, 50), percentile(m.v1, 50)
+			b.ReportMetric(ms(p50v2), "list1000-"+m.name+"-v1beta2-p50-ms")
+			b.ReportMetric(ms(p50v1), "list1000-"+m.name+"-v1beta1-p50-ms")
+			b.ReportMetric(ms(percentile(m.v1, 99)), "list1000-"+m.name+"-v1beta1-p99-ms")
+			b.ReportMetric(float64(p50v1)/float64(p50v2), m.name+"-v1beta1/v1beta2")
+		}
+	}
+}
+
+func withNegotiation(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{}
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
+}
+
+func federatedDeployment(i int) *unstructured.Unstructured {
+	name := fmt.Sprintf("web-%04d", i)
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta2",
+		"kind":       "FederatedDeployment",
+		"metadata":   map[string]any{"name": name, "labels": map[string]any{"app": name}},
+		"spec": map[string]any{
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": name}},
+				"spec": map[string]any{
+					"replicas": int64(3),
+					"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+					"template": map[string]any{
+						"metadata": map[string]any{"labels": map[string]any{"app": name}},
+						"spec": map[string]any{"containers": []any{map[string]any{
+							"name": "web", "image": "registry.example.com/shop/web:1.27.3",
+							"ports":     []any{map[string]any{"containerPort": int64(8080), "name": "http"}},
+							"env":       []any{map[string]any{"name": "MODE", "value": "production"}, map[string]any{"name": "REGION", "value": "eu"}},
+							"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "256Mi"}},
+						}}},
+					},
+				},
+			},
+			"placement": map[string]any{"topologies": []any{map[string]any{"name": "rz00a"}, map[string]any{"name": "rz10a"}}},
+			"overrides": []any{map[string]any{"topologyName": "rz10a", "clusterOverrides": []any{map[string]any{"path": "/spec/replicas", "value": int64(5)}}}},
+		},
+	}}
+}

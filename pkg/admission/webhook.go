@@ -141,4 +141,3 @@ func equalLabels(a, b map[string]string) bool {
 	}
 	return true
 }
-

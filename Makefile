@@ -18,8 +18,10 @@ TEST_TIMEOUT ?= 20m
 all: build
 
 # go build caches packages, so a rebuild after a small change only relinks.
+# bin/kubectl-cellfed is cellfedctl as the kubectl plugin `kubectl cellfed`.
 build:
-	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./test/member-apiserver
+	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./cmd/cellfedctl ./test/member-apiserver
+	ln -f bin/cellfedctl bin/kubectl-cellfed 2>/dev/null || cp -f bin/cellfedctl bin/kubectl-cellfed
 
 # Tests drive the real kubectl: the one on PATH, or one built from the
 # Kubernetes module we depend on when the machine has none.

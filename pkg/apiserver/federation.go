@@ -27,14 +27,6 @@ import (
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
-// Where the plane publishes how to reach its conversion webhook, for
-// `cellfedctl enable` (ConfigMap in the federation namespace).
-const (
-	WebhookConfigMap    = "cellfed-webhook"
-	WebhookConfigMapURL = "url"
-	WebhookConfigMapCA  = "ca.crt"
-)
-
 // annotationDefaultTypes on the federation namespace records that the
 // default federated types were enabled (on first start), so that a type
 // the operator disabled stays disabled across restarts.
@@ -142,10 +134,10 @@ func (f federationAPI) installCoreCRDs(ctx context.Context, c apiextensionsclien
 // since the CRD was created).
 func (f federationAPI) publishWebhook(ctx context.Context, kube kubernetes.Interface, c apiextensionsclient.Interface) error {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigMap, Namespace: f.namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: federatedtypes.WebhookConfigMap, Namespace: f.namespace},
 		Data: map[string]string{
-			WebhookConfigMapURL: *f.webhook.URL,
-			WebhookConfigMapCA:  string(f.webhook.CABundle),
+			federatedtypes.WebhookConfigMapURL: *f.webhook.URL,
+			federatedtypes.WebhookConfigMapCA:  string(f.webhook.CABundle),
 		},
 	}
 	existing, err := kube.CoreV1().ConfigMaps(f.namespace).Get(ctx, cm.Name, metav1.GetOptions{})
@@ -156,7 +148,7 @@ func (f federationAPI) publishWebhook(ctx context.Context, kube kubernetes.Inter
 		}
 	case err != nil:
 		return fmt.Errorf("reading webhook settings: %w", err)
-	case existing.Data[WebhookConfigMapURL] != cm.Data[WebhookConfigMapURL] || existing.Data[WebhookConfigMapCA] != cm.Data[WebhookConfigMapCA]:
+	case existing.Data[federatedtypes.WebhookConfigMapURL] != cm.Data[federatedtypes.WebhookConfigMapURL] || existing.Data[federatedtypes.WebhookConfigMapCA] != cm.Data[federatedtypes.WebhookConfigMapCA]:
 		existing.Data = cm.Data
 		if _, err := kube.CoreV1().ConfigMaps(f.namespace).Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("updating webhook settings: %w", err)

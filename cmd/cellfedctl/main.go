@@ -1,0 +1,14 @@
+// Command cellfedctl manages a cellfed plane: federated types and cells.
+// Installed as kubectl-cellfed on PATH it is the kubectl plugin `kubectl
+// cellfed`. The logic is in pkg/cellfedctl.
+package main
+
+import (
+	"os"
+
+	"github.com/cellfed/cellfed/pkg/cellfedctl"
+)
+
+func main() {
+	os.Exit(cellfedctl.Main())
+}

@@ -970,7 +970,7 @@ spec:
 			name: "spec.cluster does not exist",
 			obj:  cellManifest("shop", "rz01a", "c9"),
 			want: invalid,
-			msgs: []string{"spec.cluster", `KubeFedCluster "c9" does not exist`, fedNamespace, "cellfedctl join c9"},
+			msgs: []string{"spec.cluster", `KubeFedCluster "c9" does not exist`, fedNamespace, "register the cluster first"},
 		},
 		{
 			name: "UPDATE with the same cluster, now gone",

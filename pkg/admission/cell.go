@@ -44,7 +44,7 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 			return nil, fmt.Errorf("reading KubeFedCluster %s: %w", cell.Spec.Cluster, err)
 		}
 		if !exists {
-			errs = append(errs, field.Invalid(path, cell.Spec.Cluster, fmt.Sprintf("KubeFedCluster %q does not exist in namespace %s; join the cluster first (cellfedctl join %s --kubeconfig=<member kubeconfig>)", cell.Spec.Cluster, a.FederationNamespace, cell.Spec.Cluster)))
+			errs = append(errs, field.Invalid(path, cell.Spec.Cluster, fmt.Sprintf("KubeFedCluster %q does not exist in namespace %s; register the cluster first (kubectl -n %s get kubefedclusters lists the registered ones)", cell.Spec.Cluster, a.FederationNamespace, a.FederationNamespace)))
 		}
 	}
 	return errs, nil

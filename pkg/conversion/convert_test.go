@@ -483,3 +483,54 @@ func FuzzRoundTrip(f *testing.F) {
 		checkRoundTrips(t, randomV1beta1(r))
 	})
 }
+
+// FuzzReview feeds arbitrary bytes to the webhook's review function: it
+// must answer or refuse, never panic, answer with valid JSON, and what it
+// converts must convert back. (Exact round trips are proven over valid
+// objects by FuzzRoundTrip; arbitrary input may carry stale stashes.)
+func FuzzReview(f *testing.F) {
+	f.Add([]byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"1","desiredAPIVersion":"types.kubefed.io/v1beta1","objects":[{"apiVersion":"types.kubefed.io/v1beta2","kind":"FederatedDeployment","metadata":{"name":"a","namespace":"shop"},"spec":{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]}}}]}}`))
+	f.Add([]byte(`{"request":{"desiredAPIVersion":"types.kubefed.io/v1beta2","objects":[{"apiVersion":"types.kubefed.io/v1beta1","spec":"x"}]}}`))
+	f.Add([]byte(`{"request":{"desiredAPIVersion":"types.kubefed.io/v1beta2","objects":[{"apiVersion":"types.kubefed.io/v1beta1","metadata":{"namespace":"n"},"spec":{"placement":{"clusters":[{"name":"n.c"},7]}}}]}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, _, err := Review(body)
+		if err != nil {
+			return
+		}
+		var review struct {
+			Request  struct{ Objects []json.RawMessage }
+			Response struct {
+				Result           struct{ Status string }
+				ConvertedObjects []json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(out, &review); err != nil {
+			t.Fatalf("response is not JSON: %v", err)
+		}
+		if review.Response.Result.Status != "Success" {
+			return
+		}
+		var in struct {
+			Request struct {
+				Objects []map[string]any `json:"objects"`
+			} `json:"request"`
+		}
+		if err := utiljson.Unmarshal(body, &in); err != nil || len(in.Request.Objects) != len(review.Response.ConvertedObjects) {
+			return
+		}
+		for i, raw := range review.Response.ConvertedObjects {
+			var converted map[string]any
+			if err := utiljson.Unmarshal(raw, &converted); err != nil {
+				t.Fatalf("converted object %d is not JSON: %v", i, err)
+			}
+			orig := in.Request.Objects[i]
+			from, _ := orig["apiVersion"].(string)
+			if from != apiVersionV1beta1 && from != apiVersionV1beta2 {
+				continue
+			}
+			if err := Convert(converted, from); err != nil {
+				t.Fatalf("converting back: %v", err)
+			}
+		}
+	})
+}

@@ -334,7 +334,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 		{"cell outside a tenant workspace", "apiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: c1, namespace: plain}\nspec: {cluster: member1}\n",
 			"cells.core.cellfed.io -n plain c1", []string{"cells live in tenant workspaces", "kubectl label", "cellfed.io/tenant"}},
 		{"cell on a missing cluster", "apiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: c2, namespace: shop}\nspec: {cluster: member9}\n",
-			"cells.core.cellfed.io -n shop c2", []string{"spec.cluster", `KubeFedCluster "member9" does not exist`, "cellfedctl join member9"}},
+			"cells.core.cellfed.io -n shop c2", []string{"spec.cluster", `KubeFedCluster "member9" does not exist`, "register the cluster first"}},
 		{"cluster endpoint not a URL", "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: member3, namespace: kube-federation-system}\nspec: {apiEndpoint: \"10.0.0.1:6443\", secretRef: {name: member-token}}\n",
 			"kubefedclusters.core.kubefed.io -n kube-federation-system member3", []string{"spec.apiEndpoint", "absolute URL"}},
 		{"cluster without secret", "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: member4, namespace: kube-federation-system}\nspec: {apiEndpoint: \"https://10.0.0.1:6443\", secretRef: {name: \"\"}}\n",

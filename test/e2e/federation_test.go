@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -83,12 +84,12 @@ spec: {apiEndpoint: "https://127.0.0.1:` + strconv.Itoa(port) + `", secretRef: {
 `
 }
 
-func startFederationPlane(t *testing.T) framework.Kubectl {
+func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
 	t.Helper()
 	plane := framework.StartPlane(t, framework.PlaneOptions{})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	k.MustRun(t, tenancy, "apply", "-f", "-")
-	return k
+	return plane, k
 }
 
 func getJSON(t *testing.T, k framework.Kubectl, args ...string) map[string]any {
@@ -134,7 +135,7 @@ const (
 // kubectl and reads them in KubeFed's community shape and back; writes
 // through the community version keep what only v1beta2 can express.
 func TestFederatedObjectsInBothVersions(t *testing.T) {
-	k := startFederationPlane(t)
+	plane, k := startFederationPlane(t)
 
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta2
@@ -254,13 +255,30 @@ spec:
 			t.Errorf("physical clusters read as %v", field(v2, "spec", "placement"))
 		}
 	})
+
+	t.Run("after a restart both versions still read", func(t *testing.T) {
+		plane.Stop(30 * time.Second)
+		plane.RestartAndWait(t)
+		v1 := getJSON(t, k, "-n", "shop", "get", fdV1beta1, "web")
+		if got := names(field(v1, "spec", "placement", "clusters"), "name"); !reflect.DeepEqual(got, []string{"shop.rz01a"}) {
+			t.Errorf("after restart v1beta1 clusters = %v", got)
+		}
+		// The default types were enabled once; a restart does not re-enable
+		// a type the operator disabled.
+		k.MustRun(t, "", "-n", "kube-federation-system", "delete", "federatedtypeconfigs", "jobs.batch")
+		plane.Stop(30 * time.Second)
+		plane.RestartAndWait(t)
+		if _, err := k.Run(context.Background(), "", "-n", "kube-federation-system", "get", "federatedtypeconfigs", "jobs.batch"); err == nil || !strings.Contains(err.Error(), "NotFound") {
+			t.Errorf("a disabled default type came back after a restart: %v", err)
+		}
+	})
 }
 
 // TestSelectorStaysInItsTenant converts a cell selector and evaluates the
 // result against the per-cell KubeFedClusters of every tenant: only the
 // namespace's own matching cells are selected.
 func TestSelectorStaysInItsTenant(t *testing.T) {
-	k := startFederationPlane(t)
+	_, k := startFederationPlane(t)
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta2
 kind: FederatedService
@@ -301,7 +319,7 @@ spec:
 // TestAdmissionRejectsBadInput applies each bad object with kubectl: the
 // error names what is wrong, and nothing is stored.
 func TestAdmissionRejectsBadInput(t *testing.T) {
-	k := startFederationPlane(t)
+	_, k := startFederationPlane(t)
 	fd := func(name, ns, spec string) string {
 		return "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedDeployment\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n" + spec
 	}

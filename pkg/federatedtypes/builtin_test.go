@@ -13,7 +13,6 @@ import (
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/common"
@@ -493,51 +492,15 @@ func mustJSON(t *testing.T, v any) string {
 	return strings.TrimSpace(buf.String())
 }
 
-// validateFederatedCRD puts s as spec.template of a federated CRD for target,
-// as the plane does, and validates that CRD the way the API server does.
+// validateFederatedCRD puts s as spec.template of the federated CRD for
+// target, built as the plane builds it, and validates that CRD the way the
+// API server does.
 func validateFederatedCRD(t *testing.T, target Target, s *apiextensionsv1.JSONSchemaProps, embedded bool) []string {
 	t.Helper()
 	template := s.DeepCopy()
 	template.XEmbeddedResource = embedded
-	scope := apiextensionsv1.ClusterScoped
-	if target.Namespaced {
-		scope = apiextensionsv1.NamespaceScoped
-	}
-	plural := "federated" + target.Plural
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + ".types.cellfed.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "types.cellfed.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural:   plural,
-				Singular: strings.ToLower("federated" + target.Kind),
-				Kind:     "Federated" + target.Kind,
-				ListKind: "Federated" + target.Kind + "List",
-			},
-			Scope: scope,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name:    "v1alpha1",
-				Served:  true,
-				Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"apiVersion": {Type: "string"},
-						"kind":       {Type: "string"},
-						"metadata":   {Type: "object"},
-						"spec": {
-							Type:     "object",
-							Required: []string{"template"},
-							Properties: map[string]apiextensionsv1.JSONSchemaProps{
-								"template": *template,
-							},
-						},
-					},
-				}},
-			}},
-		},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: []string{"v1alpha1"}},
-	}
+	crd := CRD(target, template, nil)
+	crd.Status.StoredVersions = []string{StorageVersion}
 	scheme := runtime.NewScheme()
 	apiextensionsinstall.Install(scheme)
 	internal := &apiextensionsinternal.CustomResourceDefinition{}

@@ -2,18 +2,13 @@ package federatedtypes
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
-	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -499,17 +494,5 @@ func validateFederatedCRD(t *testing.T, target Target, s *apiextensionsv1.JSONSc
 	t.Helper()
 	template := s.DeepCopy()
 	template.XEmbeddedResource = embedded
-	crd := CRD(target, template, nil)
-	crd.Status.StoredVersions = []string{StorageVersion}
-	scheme := runtime.NewScheme()
-	apiextensionsinstall.Install(scheme)
-	internal := &apiextensionsinternal.CustomResourceDefinition{}
-	if err := scheme.Convert(crd, internal, nil); err != nil {
-		t.Fatalf("converting the CRD to the internal version: %v", err)
-	}
-	var errs []string
-	for _, e := range apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), internal) {
-		errs = append(errs, e.Error())
-	}
-	return errs
+	return validateCRD(t, CRD(target, template, nil))
 }

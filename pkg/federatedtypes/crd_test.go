@@ -16,8 +16,6 @@ import (
 // every default type and validates the CRD as the API server would.
 func TestDefaultTypesMakeValidCRDs(t *testing.T) {
 	webhook := &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://localhost:6443/convert"), CABundle: []byte("ca")}
-	scheme := runtime.NewScheme()
-	apiextensionsinstall.Install(scheme)
 	for _, resource := range DefaultTypes {
 		t.Run(resource, func(t *testing.T) {
 			target, err := LookupBuiltin(resource)
@@ -29,13 +27,8 @@ func TestDefaultTypesMakeValidCRDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			crd := CRD(target, schema, webhook)
-			crd.Status.StoredVersions = []string{StorageVersion}
-			internal := &apiextensionsinternal.CustomResourceDefinition{}
-			if err := scheme.Convert(crd, internal, nil); err != nil {
-				t.Fatal(err)
-			}
-			if errs := apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), internal); len(errs) != 0 {
-				t.Fatalf("invalid CRD %s: %v", crd.Name, errs.ToAggregate())
+			if errs := validateCRD(t, crd); len(errs) != 0 {
+				t.Fatalf("invalid CRD %s: %v", crd.Name, errs)
 			}
 			if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
 				t.Fatalf("CRD %s has no conversion webhook", crd.Name)
@@ -52,4 +45,22 @@ func TestDefaultTypesMakeValidCRDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// validateCRD validates crd the way the API server does on create.
+func validateCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) []string {
+	t.Helper()
+	crd = crd.DeepCopy()
+	crd.Status.StoredVersions = []string{StorageVersion}
+	scheme := runtime.NewScheme()
+	apiextensionsinstall.Install(scheme)
+	internal := &apiextensionsinternal.CustomResourceDefinition{}
+	if err := scheme.Convert(crd, internal, nil); err != nil {
+		t.Fatalf("converting the CRD to the internal version: %v", err)
+	}
+	var errs []string
+	for _, e := range apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), internal) {
+		errs = append(errs, e.Error())
+	}
+	return errs
 }

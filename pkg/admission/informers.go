@@ -131,11 +131,12 @@ func (i *Informers) Target(federatedKind string) (federatedtypes.Target, bool, e
 		if !ok {
 			continue
 		}
-		var ftc fedv1beta1.FederatedTypeConfig
-		if err := decodeContent(u.Object, &ftc); err != nil {
+		// Decode only the one that matches: this runs on every write.
+		if kind, _, _ := unstructured.NestedString(u.Object, "spec", "federatedType", "kind"); kind != federatedKind {
 			continue
 		}
-		if ftc.Spec.FederatedType.Kind != federatedKind {
+		var ftc fedv1beta1.FederatedTypeConfig
+		if err := decodeContent(u.Object, &ftc); err != nil {
 			continue
 		}
 		tt := ftc.Spec.TargetType

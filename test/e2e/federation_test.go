@@ -126,18 +126,9 @@ func names(list any, key string) []string {
 	return out
 }
 
-const (
-	fdV1beta1 = "federateddeployments.v1beta1.types.kubefed.io"
-	fdV1beta2 = "federateddeployments.v1beta2.types.kubefed.io"
-)
-
-// TestFederatedObjectsInBothVersions applies multi-topology objects with
-// kubectl and reads them in KubeFed's community shape and back; writes
-// through the community version keep what only v1beta2 can express.
-func TestFederatedObjectsInBothVersions(t *testing.T) {
-	plane, k := startFederationPlane(t)
-
-	k.MustRun(t, `
+// webDeployment is a v1beta2 FederatedDeployment shop/web placed on cells
+// rz00a and rz10a; tests append more spec fields.
+const webDeployment = `
 apiVersion: types.kubefed.io/v1beta2
 kind: FederatedDeployment
 metadata: {name: web, namespace: shop}
@@ -151,6 +142,20 @@ spec:
         spec: {containers: [{name: web, image: "nginx:1.27"}]}
   placement:
     topologies: [{name: rz00a}, {name: rz10a}]
+`
+
+const (
+	fdV1beta1 = "federateddeployments.v1beta1.types.kubefed.io"
+	fdV1beta2 = "federateddeployments.v1beta2.types.kubefed.io"
+)
+
+// TestFederatedObjectsInBothVersions applies multi-topology objects with
+// kubectl and reads them in KubeFed's community shape and back; writes
+// through the community version keep what only v1beta2 can express.
+func TestFederatedObjectsInBothVersions(t *testing.T) {
+	plane, k := startFederationPlane(t)
+
+	k.MustRun(t, webDeployment+`
   placementMask:
     topologies: [{name: rz00a}]
   overrides:

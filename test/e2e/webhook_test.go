@@ -148,20 +148,7 @@ func TestStandaloneWebhookOnCommunityAPIServer(t *testing.T) {
 		t.Errorf("rejection does not name the cells and cluster: %v", rejection)
 	}
 
-	k.MustRun(t, `
-apiVersion: types.kubefed.io/v1beta2
-kind: FederatedDeployment
-metadata: {name: web, namespace: shop}
-spec:
-  template:
-    spec:
-      replicas: 1
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec: {containers: [{name: web, image: "nginx:1.27"}]}
-  placement: {topologies: [{name: rz00a}, {name: rz10a}]}
-`, "apply", "-f", "-")
+	k.MustRun(t, webDeployment, "apply", "-f", "-")
 	v1 := getJSON(t, k, "-n", "shop", "get", fdV1beta1, "web")
 	if got, want := names(field(v1, "spec", "placement", "clusters"), "name"), []string{"shop.rz00a", "shop.rz10a"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("community kube-apiserver serves v1beta1 clusters %v, want %v", got, want)

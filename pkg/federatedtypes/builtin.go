@@ -1,7 +1,6 @@
 package federatedtypes
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -481,13 +480,9 @@ func (c *schemaConverter) convert(s *spec.Schema, path *field.Path) (*apiextensi
 		if crdFormats[s.Format] {
 			out.Format = s.Format
 		}
-		for _, v := range s.Enum {
-			raw, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: enum value %v: %w", path, v, err)
-			}
-			out.Enum = append(out.Enum, apiextensionsv1.JSON{Raw: raw})
-		}
+		// Enums are left out on purpose: members may run a newer
+		// Kubernetes that accepts more values, and each member's API server
+		// validates what it stores.
 	default:
 		return nil, fmt.Errorf("%s: unsupported type %q", path, out.Type)
 	}

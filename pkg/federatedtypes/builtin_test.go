@@ -228,9 +228,9 @@ func TestBuiltinSchemaDeployment(t *testing.T) {
 		{"maxSurge is int-or-string", "spec.strategy.rollingUpdate.maxSurge", func(p *apiextensionsv1.JSONSchemaProps) bool {
 			return p.XIntOrString && p.Type == ""
 		}, "int-or-string"},
-		{"strategy type is an enum", "spec.strategy.type", func(p *apiextensionsv1.JSONSchemaProps) bool {
-			return p.Type == "string" && len(p.Enum) == 2
-		}, "string enum of Recreate and RollingUpdate"},
+		{"strategy type is a string without an enum (members may be newer)", "spec.strategy.type", func(p *apiextensionsv1.JSONSchemaProps) bool {
+			return p.Type == "string" && len(p.Enum) == 0
+		}, "string without enum"},
 		{"label selector values are strings", "spec.selector.matchLabels", func(p *apiextensionsv1.JSONSchemaProps) bool {
 			return p.AdditionalProperties != nil && p.AdditionalProperties.Schema.Type == "string"
 		}, "map of strings"},

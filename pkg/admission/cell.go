@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -35,7 +36,7 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 		errs = append(errs, field.Invalid(path, cell.Spec.Cluster, "must name a physical cluster (a DNS label); names with a dot are per-cell clusters"))
 	default:
 		if r.Operation == Update && r.OldObject != nil {
-			if oldCluster, _, _ := nestedString(r.OldObject.Object, "spec", "cluster"); oldCluster == cell.Spec.Cluster {
+			if oldCluster, _, _ := unstructured.NestedString(r.OldObject.Object, "spec", "cluster"); oldCluster == cell.Spec.Cluster {
 				return errs, nil
 			}
 		}
@@ -48,20 +49,4 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 		}
 	}
 	return errs, nil
-}
-
-func nestedString(obj map[string]any, fields ...string) (string, bool, error) {
-	var cur any = obj
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur, ok = m[f]
-		if !ok {
-			return "", false, nil
-		}
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
 }

@@ -44,7 +44,7 @@ type override struct {
 }
 
 func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
-	p, errs := readPlacement(r.Namespace, r.Object.GetAPIVersion(), r.Object)
+	p, errs := readPlacement(r.Namespace, r.Object.Object)
 	if errs != nil {
 		return errs, nil
 	}
@@ -63,7 +63,7 @@ func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
 	}
 	var old *placement
 	if r.Operation == Update && r.OldObject != nil {
-		o, oErrs := readPlacement(r.Namespace, r.OldObject.GetAPIVersion(), r.OldObject)
+		o, oErrs := readPlacement(r.Namespace, r.OldObject.Object)
 		if oErrs == nil {
 			old = &o
 		}
@@ -71,17 +71,16 @@ func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
 	return a.validateCellsExist(r.Namespace, p, old)
 }
 
-// readPlacement decodes the version-specific placement.
-func readPlacement(ns, apiVersion string, u interface {
-	UnstructuredContent() map[string]any
-}) (placement, field.ErrorList) {
+// readPlacement decodes the version-specific placement of an object.
+func readPlacement(ns string, content map[string]any) (placement, field.ErrorList) {
 	spec := field.NewPath("spec")
+	apiVersion, _ := content["apiVersion"].(string)
 	gv, _ := schema.ParseGroupVersion(apiVersion)
 	var p placement
 	switch gv.Version {
 	case typesv1beta2.Version:
 		var o typesv1beta2.FederatedObject
-		if err := decodeContent(u.UnstructuredContent(), &o); err != nil {
+		if err := decodeContent(content, &o); err != nil {
 			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
 		}
 		typ := o.Spec.Placement.TopologyType
@@ -124,7 +123,7 @@ func readPlacement(ns, apiVersion string, u interface {
 		validNames(&p, typ, names)
 	case typesv1beta1.Version:
 		var o typesv1beta1.FederatedObject
-		if err := decodeContent(u.UnstructuredContent(), &o); err != nil {
+		if err := decodeContent(content, &o); err != nil {
 			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
 		}
 		pp := spec.Child("placement")
@@ -360,15 +359,13 @@ func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (f
 			if first == cell.Spec.Cluster {
 				what = fmt.Sprintf("cell %q is on cluster %q, which is placed too", cellName, first)
 			}
-			errs = append(errs, field.Invalid(p.placementPath(), cellName, what+": the member object would be written twice; place the object on only one of them"))
+			errs = append(errs, field.Invalid(field.NewPath("spec", "placement"), cellName, what+": the member object would be written twice; place the object on only one of them"))
 			continue
 		}
 		byCluster[cell.Spec.Cluster] = cellName
 	}
 	return errs, nil
 }
-
-func (p placement) placementPath() *field.Path { return field.NewPath("spec", "placement") }
 
 func samePlacement(a, b placement) bool {
 	names := func(p placement) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -96,7 +97,7 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		return deny(err)
 	}
 	after := r.Object.GetLabels()
-	if equalLabels(before, after) {
+	if maps.Equal(before, after) {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
 	// "add" replaces an existing member (RFC 6902), so one operation sets
@@ -128,16 +129,4 @@ func deny(err error) *admissionv1.AdmissionResponse {
 	s := status.Status()
 	klog.V(2).InfoS("Admission denied", "reason", s.Reason, "message", s.Message)
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &s}
-}
-
-func equalLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }

@@ -301,10 +301,6 @@ func pinsFor(ns string, typ typesv1beta2.TopologyType) []any {
 	return clusterPins()
 }
 
-// CellSelectorPins are the requirements every translated cell selector of
-// namespace ns carries; exported for tests and tools.
-func CellSelectorPins(ns string) []any { return cellPins(ns) }
-
 func pinSelector(ns string, typ typesv1beta2.TopologyType, v any) any {
 	sel, ok := v.(map[string]any)
 	if !ok {

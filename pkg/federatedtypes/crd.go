@@ -23,7 +23,7 @@ const Category = "federated"
 // StorageVersion is the version federated objects are stored in.
 const StorageVersion = typesv1beta2.Version
 
-// Kind is the federated kind of a target, e.g. FederatedDeployment.
+// FederatedKind is the federated kind of a target, e.g. FederatedDeployment.
 func (t Target) FederatedKind() string { return "Federated" + t.Kind }
 
 // FederatedPlural is the plural of the federated kind, e.g.

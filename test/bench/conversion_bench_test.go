@@ -17,44 +17,13 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-const conversionSetup = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: token, namespace: kube-federation-system}
-stringData: {token: x}
----
-apiVersion: core.kubefed.io/v1beta1
-kind: KubeFedCluster
-metadata: {name: member1, namespace: kube-federation-system}
-spec: {apiEndpoint: "https://127.0.0.1:1", secretRef: {name: token}}
----
-apiVersion: core.kubefed.io/v1beta1
-kind: KubeFedCluster
-metadata: {name: member2, namespace: kube-federation-system}
-spec: {apiEndpoint: "https://127.0.0.1:2", secretRef: {name: token}}
----
-apiVersion: core.cellfed.io/v1alpha1
-kind: Cell
-metadata: {name: rz00a, namespace: shop}
-spec: {cluster: member1}
----
-apiVersion: core.cellfed.io/v1alpha1
-kind: Cell
-metadata: {name: rz10a, namespace: shop}
-spec: {cluster: member2}
-`
-
 // BenchmarkConversionList lists 1,000 FederatedDeployments through the
 // storage version (v1beta2) and through KubeFed's v1beta1, which the plane
 // converts with its built-in webhook, and reports the cost ratio.
 func BenchmarkConversionList(b *testing.B) {
 	for range b.N {
 		plane := framework.StartPlane(b, framework.PlaneOptions{})
-		framework.Kubectl{Kubeconfig: plane.Kubeconfig}.MustRun(b, conversionSetup, "apply", "-f", "-")
+		framework.Kubectl{Kubeconfig: plane.Kubeconfig}.MustRun(b, framework.Tenancy, "apply", "-f", "-")
 		cfg := plane.RESTConfig(b)
 		cfg.QPS, cfg.Burst = 1000, 1000
 		dyn, err := dynamic.NewForConfig(cfg)

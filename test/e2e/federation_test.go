@@ -17,78 +17,11 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-// tenancy is the fixture every federation test starts from: two tenant
-// workspaces (shop of acme, shop2 of beta), two physical clusters, and
-// cells: shop/rz00a and shop/rz01a on member1, shop/rz10a on member2,
-// shop2/rz00a on member1. Per-cell KubeFedClusters are created the way the
-// cell controller will (named by the rule, labelled with the cell's
-// topology), so selectors can be evaluated against them.
-var tenancy = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop2, labels: {cellfed.io/tenant: beta, cellfed.io/workspace: prod}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: plain}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: member-token, namespace: kube-federation-system}
-stringData: {token: not-a-real-token}
----
-apiVersion: core.kubefed.io/v1beta1
-kind: KubeFedCluster
-metadata: {name: member1, namespace: kube-federation-system}
-spec: {apiEndpoint: "https://127.0.0.1:1", secretRef: {name: member-token}}
----
-apiVersion: core.kubefed.io/v1beta1
-kind: KubeFedCluster
-metadata: {name: member2, namespace: kube-federation-system}
-spec: {apiEndpoint: "https://127.0.0.1:2", secretRef: {name: member-token}}
----
-apiVersion: core.cellfed.io/v1alpha1
-kind: Cell
-metadata: {name: rz00a, namespace: shop, labels: {zone: z1}}
-spec: {cluster: member1}
----
-apiVersion: core.cellfed.io/v1alpha1
-kind: Cell
-metadata: {name: rz01a, namespace: shop, labels: {zone: z2}}
-spec: {cluster: member1}
----
-apiVersion: core.cellfed.io/v1alpha1
-kind: Cell
-metadata: {name: rz10a, namespace: shop, labels: {zone: z2}}
-spec: {cluster: member2}
----
-apiVersion: core.cellfed.io/v1alpha1
-kind: Cell
-metadata: {name: rz00a, namespace: shop2, labels: {zone: z2}}
-spec: {cluster: member1}
-` + perCellCluster("shop", "rz00a", "z1", 1) + perCellCluster("shop", "rz01a", "z2", 1) + perCellCluster("shop", "rz10a", "z2", 2) + perCellCluster("shop2", "rz00a", "z2", 1)
-
-func perCellCluster(ns, cell, zone string, port int) string {
-	return `---
-apiVersion: core.kubefed.io/v1beta1
-kind: KubeFedCluster
-metadata:
-  name: ` + ns + "." + cell + `
-  namespace: kube-federation-system
-  labels: {cellfed.io/topology-type: cell, cellfed.io/namespace: ` + ns + `, cellfed.io/cell: ` + cell + `, zone: ` + zone + `}
-spec: {apiEndpoint: "https://127.0.0.1:` + strconv.Itoa(port) + `", secretRef: {name: member-token}}
-`
-}
-
 func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
 	t.Helper()
 	plane := framework.StartPlane(t, framework.PlaneOptions{})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
-	k.MustRun(t, tenancy, "apply", "-f", "-")
+	k.MustRun(t, framework.Tenancy, "apply", "-f", "-")
 	return plane, k
 }
 

@@ -131,7 +131,7 @@ func TestStandaloneWebhookOnCommunityAPIServer(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("cellfed-webhook not ready: %v", err)
 	}
-	k.MustRun(t, tenancy, "apply", "-f", "-")
+	k.MustRun(t, framework.Tenancy, "apply", "-f", "-")
 
 	// The API server picks the webhook configurations up asynchronously:
 	// wait until a bad object is rejected (server-side dry run stores

@@ -13,20 +13,25 @@ GO_BUILD := go build -ldflags '$(LDFLAGS)'
 DATA_DIR ?= .cellfed
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl run test test-unit bench mariadb fmt vet clean
+.PHONY: all build kubectl kubefed run test test-unit bench mariadb fmt vet clean
 
 all: build
 
 # go build caches packages, so a rebuild after a small change only relinks.
 # bin/kubectl-cellfed is cellfedctl as the kubectl plugin `kubectl cellfed`.
 build:
-	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./cmd/cellfedctl ./cmd/cellfed-webhook ./test/member-apiserver
+	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./cmd/cellfed-controller ./cmd/cellfedctl ./cmd/cellfed-webhook ./test/member-apiserver
 	ln -f bin/cellfedctl bin/kubectl-cellfed 2>/dev/null || cp -f bin/cellfedctl bin/kubectl-cellfed
 
 # Tests drive the real kubectl: the one on PATH, or one built from the
 # Kubernetes module we depend on when the machine has none.
 kubectl:
 	@command -v kubectl >/dev/null 2>&1 || test -x bin/kubectl || { echo "no kubectl on PATH: building bin/kubectl"; $(GO_BUILD) -o bin/kubectl k8s.io/kubernetes/cmd/kubectl; }
+
+# Upstream KubeFed v0.10.0's controller-manager, a peer controller for the
+# e2e tests, built from its own module in hack/kubefed (KubeFed's k8s 0.22 deps).
+kubefed:
+	cd hack/kubefed && go build -o ../../bin/kubefed-controller-manager sigs.k8s.io/kubefed/cmd/controller-manager
 
 run: build
 	@echo "Starting cellfed-apiserver on embedded SQLite in $(DATA_DIR) (Ctrl-C stops it; data is kept)."
@@ -38,13 +43,13 @@ mariadb:
 
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
 # end-to-end tests with kubectl against real processes.
-test: build kubectl mariadb vet
+test: build kubectl kubefed mariadb vet
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh ./...
 
 test-unit:
 	go test -count=1 ./pkg/...
 
-bench: build mariadb
+bench: build kubefed mariadb
 	go test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/conversion/
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
 

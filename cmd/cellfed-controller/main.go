@@ -1,0 +1,70 @@
+// Command cellfed-controller propagates federated objects from the cellfed
+// plane to member clusters, keeps per-cell KubeFedClusters for Cells and
+// probes member health. It reads the plane in KubeFed's terms (v1beta1
+// federated objects, KubeFedClusters, FederatedTypeConfigs).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/logs"
+	"k8s.io/component-base/version"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+
+	"github.com/cellfed/cellfed/pkg/controller"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "cellfed-controller: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	o := controller.NewOptions()
+	cmd := &cobra.Command{
+		Use:          "cellfed-controller",
+		Short:        "Propagate federated objects from the cellfed plane to member clusters",
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			cfg, err := planeConfig(o.Kubeconfig)
+			if err != nil {
+				return err
+			}
+			klog.InfoS("Starting cellfed-controller", "version", version.Get().GitVersion, "plane", cfg.Host)
+			return controller.Run(genericapiserver.SetupSignalContext(), cfg, o)
+		},
+	}
+	fs := cmd.Flags()
+	o.AddFlags(fs)
+	verflag.AddFlags(fs)
+	logs.AddFlags(fs)
+	globalflag.AddGlobalFlags(fs, cmd.Name())
+	return cmd
+}
+
+// planeConfig loads --kubeconfig, else $KUBECONFIG, else the in-cluster
+// configuration.
+func planeConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the plane's kubeconfig (--kubeconfig or $KUBECONFIG): %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,357 @@
+// Package cells is cellfed-controller's cell controller: for every Cell it
+// keeps the per-cell KubeFedCluster named <namespace>.<cell> — the
+// physical cluster's access configuration under the cell's identity and
+// labels — and reports the cluster's readiness on the Cell. Cells are how
+// the plane's conversion makes a deployment unit look like a cluster to
+// KubeFed's API.
+package cells
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
+)
+
+// CellResource is the plane resource of Cells.
+var CellResource = schema.GroupVersionResource{Group: corev1a1.GroupName, Version: "v1alpha1", Resource: "cells"}
+
+// Controller reconciles Cells into per-cell KubeFedClusters.
+type Controller struct {
+	plane     dynamic.Interface
+	namespace string // of KubeFedClusters
+	workers   int
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	cells      cache.SharedIndexInformer
+	kfcs       cache.SharedIndexInformer
+	namespaces cache.SharedIndexInformer
+}
+
+const byCluster = "byCluster"
+
+// New builds the cell controller; fedNamespace holds the KubeFedClusters.
+func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string, workers int) *Controller {
+	c := &Controller{
+		plane:     plane,
+		namespace: fedNamespace,
+		workers:   workers,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cells"}),
+	}
+	c.cells = dynamicinformer.NewFilteredDynamicInformer(plane, CellResource, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, byCluster: func(obj any) ([]string, error) {
+			cluster, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "spec", "cluster")
+			return []string{cluster}, nil
+		}}, nil).Informer()
+	c.kfcs = dynamicinformer.NewFilteredDynamicInformer(plane, clusters.KubeFedClusterResource, fedNamespace, 0, cache.Indexers{}, nil).Informer()
+	c.namespaces = informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer()
+	return c
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		fn  func(any)
+	}{
+		{c.cells, c.enqueueCell},
+		{c.kfcs, c.enqueueForCluster},
+		{c.namespaces, c.enqueueForNamespace},
+	}
+	for _, h := range handlers {
+		fn := h.fn
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: fn, UpdateFunc: func(_, o any) { fn(o) }, DeleteFunc: fn,
+		}); err != nil {
+			return err
+		}
+		go h.inf.Run(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.cells.HasSynced, c.kfcs.HasSynced, c.namespaces.HasSynced) {
+		return fmt.Errorf("cell controller: waiting for caches: %w", ctx.Err())
+	}
+	var wg sync.WaitGroup
+	for range max(1, c.workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func objectOf(obj any) metav1.Object {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := apimeta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+func (c *Controller) enqueueCell(obj any) {
+	if m := objectOf(obj); m != nil {
+		c.queue.Add(m.GetNamespace() + "/" + m.GetName())
+	}
+}
+
+// enqueueForCluster: a physical cluster changes its cells; a per-cell
+// cluster is checked against its cell (and removed if the cell is gone).
+func (c *Controller) enqueueForCluster(obj any) {
+	m := objectOf(obj)
+	if m == nil {
+		return
+	}
+	if ns, cell, ok := corev1a1.ParseCellClusterName(m.GetName()); ok {
+		c.queue.Add(ns + "/" + cell)
+		return
+	}
+	cells, _ := c.cells.GetIndexer().ByIndex(byCluster, m.GetName())
+	for _, cell := range cells {
+		c.enqueueCell(cell)
+	}
+}
+
+func (c *Controller) enqueueForNamespace(obj any) {
+	m := objectOf(obj)
+	if m == nil {
+		return
+	}
+	cells, _ := c.cells.GetIndexer().ByIndex(cache.NamespaceIndex, m.GetName())
+	for _, cell := range cells {
+		c.enqueueCell(cell)
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.reconcile(ctx, key); err != nil {
+		klog.FromContext(ctx).V(1).Info("Cell reconcile failed", "cell", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	clusterName := corev1a1.CellClusterName(ns, name)
+	obj, exists, err := c.cells.GetStore().GetByKey(key)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return c.deleteCellCluster(ctx, clusterName)
+	}
+	var cell corev1a1.Cell
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, &cell); err != nil {
+		return fmt.Errorf("decoding cell: %w", err)
+	}
+	physical := c.cluster(cell.Spec.Cluster)
+	if physical == nil {
+		if err := c.deleteCellCluster(ctx, clusterName); err != nil {
+			return err
+		}
+		return c.writeStatus(ctx, &cell, "", nil)
+	}
+	want := c.desired(&cell, physical)
+	if err := c.apply(ctx, want); err != nil {
+		return err
+	}
+	return c.writeStatus(ctx, &cell, clusterName, physical)
+}
+
+func (c *Controller) cluster(name string) *fedv1b1.KubeFedCluster {
+	if name == "" {
+		return nil
+	}
+	obj, ok, err := c.kfcs.GetStore().GetByKey(c.namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	var kfc fedv1b1.KubeFedCluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, &kfc); err != nil {
+		return nil
+	}
+	return &kfc
+}
+
+// desired is the per-cell KubeFedCluster of a cell: the physical
+// cluster's spec, labelled with the cell's labels, its topology and its
+// namespace's tenancy.
+func (c *Controller) desired(cell *corev1a1.Cell, physical *fedv1b1.KubeFedCluster) *fedv1b1.KubeFedCluster {
+	labels := maps.Clone(cell.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range []string{corev1a1.LabelTenant, corev1a1.LabelWorkspace} {
+		delete(labels, k)
+	}
+	if obj, ok, _ := c.namespaces.GetStore().GetByKey(cell.Namespace); ok {
+		nsLabels := obj.(*corev1.Namespace).Labels
+		for _, k := range []string{corev1a1.LabelTenant, corev1a1.LabelWorkspace} {
+			if v := nsLabels[k]; v != "" {
+				labels[k] = v
+			}
+		}
+	}
+	labels[corev1a1.LabelTopologyType] = corev1a1.TopologyTypeCell
+	labels[corev1a1.LabelNamespace] = cell.Namespace
+	labels[corev1a1.LabelCell] = cell.Name
+	return &fedv1b1.KubeFedCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: fedv1b1.SchemeGroupVersion.String(), Kind: "KubeFedCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: corev1a1.CellClusterName(cell.Namespace, cell.Name), Namespace: c.namespace, Labels: labels},
+		Spec:       *physical.Spec.DeepCopy(),
+	}
+}
+
+// apply creates or updates the per-cell cluster when it differs.
+func (c *Controller) apply(ctx context.Context, want *fedv1b1.KubeFedCluster) error {
+	client := c.plane.Resource(clusters.KubeFedClusterResource).Namespace(c.namespace)
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		return err
+	}
+	delete(content, "status")
+	cur := c.cluster(want.Name)
+	if cur == nil {
+		_, err := client.Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("per-cell cluster %s exists but is not cached yet", want.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("creating per-cell cluster %s: %w", want.Name, err)
+		}
+		klog.FromContext(ctx).Info("Created per-cell cluster", "cluster", want.Name)
+		return nil
+	}
+	if maps.Equal(cur.Labels, want.Labels) && reflect.DeepEqual(cur.Spec, want.Spec) {
+		return nil
+	}
+	obj, _, _ := c.kfcs.GetStore().GetByKey(c.namespace + "/" + want.Name)
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	u.SetLabels(want.Labels)
+	u.Object["spec"] = content["spec"]
+	if _, err := client.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating per-cell cluster %s: %w", want.Name, err)
+	}
+	klog.FromContext(ctx).Info("Updated per-cell cluster", "cluster", want.Name)
+	return nil
+}
+
+// deleteCellCluster removes a per-cell cluster that has no cell (or whose
+// physical cluster is gone). Only clusters labelled as per-cell are
+// touched.
+func (c *Controller) deleteCellCluster(ctx context.Context, name string) error {
+	cur := c.cluster(name)
+	if cur == nil || cur.Labels[corev1a1.LabelTopologyType] != corev1a1.TopologyTypeCell {
+		return nil
+	}
+	err := c.plane.Resource(clusters.KubeFedClusterResource).Namespace(c.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting per-cell cluster %s: %w", name, err)
+	}
+	klog.FromContext(ctx).Info("Deleted per-cell cluster", "cluster", name)
+	return nil
+}
+
+// writeStatus reports the per-cell cluster and the physical cluster's
+// readiness on the Cell, when they changed.
+func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clusterName string, physical *fedv1b1.KubeFedCluster) error {
+	st := corev1a1.CellStatus{KubeFedCluster: clusterName, Conditions: cloneConditions(cell.Status.Conditions)}
+	found := metav1.Condition{Type: corev1a1.CellClusterFound, Status: metav1.ConditionTrue, Reason: "ClusterFound",
+		Message: fmt.Sprintf("KubeFedCluster %s/%s exists", c.namespace, cell.Spec.Cluster), ObservedGeneration: cell.Generation}
+	ready := metav1.Condition{Type: corev1a1.CellReady, Status: metav1.ConditionUnknown, Reason: "ClusterNotProbed",
+		Message: "the cluster has not been probed yet", ObservedGeneration: cell.Generation}
+	if physical == nil {
+		found.Status, found.Reason = metav1.ConditionFalse, "ClusterNotFound"
+		found.Message = fmt.Sprintf("KubeFedCluster %s/%s does not exist; join it with `cellfedctl join %s`", c.namespace, cell.Spec.Cluster, cell.Spec.Cluster)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "ClusterNotFound", found.Message
+	} else {
+		for _, cond := range physical.Status.Conditions {
+			if cond.Type != "Ready" {
+				continue
+			}
+			ready.Status = metav1.ConditionStatus(cond.Status)
+			if cond.Reason != nil && *cond.Reason != "" {
+				ready.Reason = *cond.Reason
+			}
+			ready.Message = fmt.Sprintf("cluster %s: %s", cell.Spec.Cluster, ready.Reason)
+			if cond.Message != nil && *cond.Message != "" {
+				ready.Message = fmt.Sprintf("cluster %s: %s", cell.Spec.Cluster, *cond.Message)
+			}
+		}
+	}
+	apimeta.SetStatusCondition(&st.Conditions, found)
+	apimeta.SetStatusCondition(&st.Conditions, ready)
+	if equalStatus(cell.Status, st) {
+		return nil
+	}
+	cell = cell.DeepCopy()
+	cell.Status = st
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cell)
+	if err != nil {
+		return err
+	}
+	_, err = c.plane.Resource(CellResource).Namespace(cell.Namespace).UpdateStatus(ctx, &unstructured.Unstructured{Object: content}, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func cloneConditions(in []metav1.Condition) []metav1.Condition {
+	out := make([]metav1.Condition, len(in))
+	copy(out, in)
+	return out
+}
+
+func equalStatus(a, b corev1a1.CellStatus) bool {
+	if a.KubeFedCluster != b.KubeFedCluster || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}

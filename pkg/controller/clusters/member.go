@@ -1,0 +1,303 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Health is a member's state as its probes found it.
+type Health struct {
+	// Probed is false until the first probe finished.
+	Probed bool
+	Ready  bool
+	// Reachable is false when the last probe got no HTTP answer.
+	Reachable bool
+	// Message explains the last failed probe.
+	Message string
+	// Version is the member's Kubernetes version (gitVersion).
+	Version string
+	// Since is when Ready last changed.
+	Since time.Time
+}
+
+// Member is one member API server reached with one access configuration.
+type Member struct {
+	key       string
+	opts      Options
+	Dynamic   dynamic.Interface
+	rest      rest.Interface
+	discovery discovery.ServerVersionInterface
+	onChange  func(*Member)
+	slots     chan struct{}
+
+	mu        sync.Mutex
+	health    Health
+	failures  int
+	successes int
+	clusters  []string
+	cancel    context.CancelFunc // stops probing
+	watched   map[schema.GroupVersionResource][]cache.ResourceEventHandler
+	informers *memberInformers // non-nil while ready
+}
+
+// memberInformers are one generation of a member's informers: started
+// when the member becomes ready, stopped when it stops being ready.
+type memberInformers struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	factory dynamicinformer.DynamicSharedInformerFactory
+	byGVR   map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Member, error) {
+	cfg, err := a.RESTConfig(opts.QPS, opts.Burst, opts.RequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("member client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("member discovery client: %w", err)
+	}
+	return &Member{
+		key:       key,
+		opts:      opts,
+		Dynamic:   dyn,
+		rest:      disco.RESTClient(),
+		discovery: disco,
+		onChange:  onChange,
+		slots:     make(chan struct{}, max(1, opts.Concurrency)),
+		watched:   map[schema.GroupVersionResource][]cache.ResourceEventHandler{},
+	}, nil
+}
+
+// Health returns the member's last probed state.
+func (m *Member) Health() Health {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.health
+}
+
+// Ready reports whether the member answered its last probes.
+func (m *Member) Ready() bool { return m.Health().Ready }
+
+// Clusters names the KubeFedClusters reached through this member.
+func (m *Member) Clusters() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.clusters)
+}
+
+func (m *Member) setClusters(names []string) {
+	slices.Sort(names)
+	m.mu.Lock()
+	m.clusters = names
+	m.mu.Unlock()
+}
+
+// Acquire takes one of the member's request slots; Release returns it.
+// The slots bound how many requests are in flight to one member.
+func (m *Member) Acquire(ctx context.Context) error {
+	select {
+	case m.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Release returns a slot taken by Acquire.
+func (m *Member) Release() { <-m.slots }
+
+// ErrNotSynced means the member's informer for a type has not loaded yet.
+var ErrNotSynced = errors.New("member cache not synced")
+
+// Get returns the managed object ns/name of gvr from the member's cache,
+// nil when the cache does not hold it. It fails with ErrNotSynced while
+// the member is not ready or its informer is still loading.
+func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	m.mu.Lock()
+	inf := m.informers
+	m.mu.Unlock()
+	if inf == nil {
+		return nil, ErrNotSynced
+	}
+	i := inf.byGVR[gvr]
+	if i == nil || !i.HasSynced() {
+		return nil, ErrNotSynced
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := i.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return obj.(*unstructured.Unstructured), nil
+}
+
+// watch adds an informer for gvr, now if the member is ready.
+func (m *Member) watch(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched[gvr] = append(m.watched[gvr], h)
+	if m.informers != nil {
+		m.informers.add(gvr, h)
+		m.informers.factory.Start(m.informers.ctx.Done())
+	}
+}
+
+func (mi *memberInformers) add(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
+	i := mi.factory.ForResource(gvr).Informer()
+	mi.byGVR[gvr] = i
+	if _, err := i.AddEventHandler(h); err != nil {
+		klog.ErrorS(err, "Adding member event handler", "resource", gvr)
+	}
+}
+
+// start begins probing; the first probe runs at once.
+func (m *Member) start(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	m.mu.Lock()
+	m.cancel = cancel
+	m.mu.Unlock()
+	go wait.UntilWithContext(ctx, m.probe, m.opts.ProbePeriod)
+}
+
+// stop ends probing and the informers.
+func (m *Member) stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.stopInformersLocked()
+}
+
+func (m *Member) stopInformersLocked() {
+	if m.informers != nil {
+		m.informers.cancel()
+		m.informers.factory.Shutdown()
+		m.informers = nil
+	}
+}
+
+// probe asks the member's /readyz (falling back to /healthz for servers
+// without it) and applies the thresholds.
+func (m *Member) probe(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	ok, reachable, msg := m.check(ctx)
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return // stopping
+	}
+	var version string
+	if ok && !m.Health().Ready {
+		if v, err := m.discovery.ServerVersion(); err == nil {
+			version = v.GitVersion
+		}
+	}
+	m.mu.Lock()
+	was := m.health
+	if ok {
+		m.failures, m.successes = 0, m.successes+1
+	} else {
+		m.successes, m.failures = 0, m.failures+1
+	}
+	h := was
+	h.Reachable, h.Message = reachable, msg
+	if version != "" {
+		h.Version = version
+	}
+	switch {
+	case !was.Probed:
+		h.Ready = ok // the first probe decides
+	case was.Ready && m.failures >= m.opts.FailureThreshold:
+		h.Ready = false
+	case !was.Ready && m.successes >= m.opts.SuccessThreshold:
+		h.Ready = true
+	}
+	h.Probed = true
+	if h.Ready != was.Ready || !was.Probed {
+		h.Since = time.Now()
+	}
+	m.health = h
+	changed := h != was
+	if h.Ready && m.informers == nil {
+		ictx, icancel := context.WithCancel(context.Background())
+		mi := &memberInformers{
+			ctx: ictx, cancel: icancel,
+			byGVR: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+			factory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.Dynamic, 0, metav1.NamespaceAll,
+				func(o *metav1.ListOptions) { o.LabelSelector = ManagedLabel + "=true" }),
+		}
+		for gvr, hs := range m.watched {
+			for _, h := range hs {
+				mi.add(gvr, h)
+			}
+		}
+		mi.factory.Start(ictx.Done())
+		m.informers = mi
+	} else if !h.Ready && m.informers != nil {
+		// An unready member's informers are stopped, not left retrying.
+		m.stopInformersLocked()
+	}
+	m.mu.Unlock()
+	if changed && (h.Ready != was.Ready || !was.Probed || h.Version != was.Version || h.Reachable != was.Reachable) {
+		if h.Ready != was.Ready || !was.Probed {
+			klog.InfoS("Member readiness changed", "clusters", m.Clusters(), "ready", h.Ready, "message", h.Message)
+		}
+		m.onChange(m)
+	}
+}
+
+// check runs one probe: ok, whether the server answered at all, and why
+// not ok.
+func (m *Member) check(ctx context.Context) (ok, reachable bool, msg string) {
+	for _, path := range []string{"/readyz", "/healthz"} {
+		var code int
+		body, err := m.rest.Get().AbsPath(path).Do(ctx).StatusCode(&code).Raw()
+		switch {
+		case err == nil && string(body) == "ok":
+			return true, true, ""
+		case code == http.StatusNotFound:
+			continue
+		case code != 0:
+			return false, true, fmt.Sprintf("%s answered %d: %s", path, code, trim(body, err))
+		default:
+			return false, false, fmt.Sprintf("%s: %v", path, err)
+		}
+	}
+	return false, true, "neither /readyz nor /healthz exists"
+}
+
+func trim(body []byte, err error) string {
+	s := string(body)
+	if s == "" && err != nil {
+		s = err.Error()
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,374 @@
+// Package clusters keeps cellfed-controller's view of its member clusters:
+// one Cluster per KubeFedCluster in the federation namespace, each reached
+// through a Member — a client, a health probe and informers for the
+// managed objects of the federated types. Per-cell KubeFedClusters of one
+// physical cluster have the same access configuration, so they share one
+// Member: one connection, one probe and one set of informers however many
+// cells the cluster hosts.
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+)
+
+// KubeFedClusterResource is the plane resource of member clusters.
+var KubeFedClusterResource = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}
+
+// ManagedLabel marks member objects the federation manages; member
+// informers see only objects carrying it with value "true".
+const ManagedLabel = "kubefed.io/managed"
+
+// Options tune member access and health checking.
+type Options struct {
+	// Namespace holds the KubeFedClusters and their token Secrets.
+	Namespace string
+	// ProbePeriod is the time between health probes of a member.
+	ProbePeriod time.Duration
+	// ProbeTimeout bounds one probe.
+	ProbeTimeout time.Duration
+	// FailureThreshold consecutive failed probes make a ready member
+	// not ready; SuccessThreshold consecutive good ones make it ready.
+	FailureThreshold, SuccessThreshold int
+	// QPS and Burst limit each member's client on its own.
+	QPS   float32
+	Burst int
+	// RequestTimeout bounds every request to a member.
+	RequestTimeout time.Duration
+	// Concurrency is how many requests the controller has in flight to
+	// one member at a time.
+	Concurrency int
+}
+
+// DefaultOptions are sized for hundreds of members on a small plane.
+func DefaultOptions() Options {
+	return Options{
+		Namespace:        "kube-federation-system",
+		ProbePeriod:      10 * time.Second,
+		ProbeTimeout:     5 * time.Second,
+		FailureThreshold: 3,
+		SuccessThreshold: 1,
+		QPS:              100,
+		Burst:            200,
+		RequestTimeout:   30 * time.Second,
+		Concurrency:      16,
+	}
+}
+
+// Cluster is one KubeFedCluster.
+type Cluster struct {
+	Name   string
+	Labels map[string]string
+	// Member reaches the cluster; nil when ConfigError is set.
+	Member      *Member
+	ConfigError error
+}
+
+// Ready reports whether the cluster's member answered its last probes.
+func (c *Cluster) Ready() bool { return c.Member != nil && c.Member.Ready() }
+
+// Registry tracks the KubeFedClusters of the plane and their members.
+type Registry struct {
+	opts   Options
+	plane  dynamic.Interface
+	kube   kubernetes.Interface
+	status workqueue.TypedRateLimitingInterface[string]
+
+	clusterInformer cache.SharedIndexInformer
+	secretInformer  cache.SharedIndexInformer
+
+	mu        sync.RWMutex
+	ctx       context.Context
+	clusters  map[string]*Cluster
+	members   map[string]*Member // by Access.key
+	watched   map[schema.GroupVersionResource][]cache.ResourceEventHandler
+	listeners []func(cluster string)
+}
+
+// NewRegistry builds a registry reading the plane through the clients.
+func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, opts Options) *Registry {
+	r := &Registry{
+		opts:     opts,
+		plane:    plane,
+		kube:     kube,
+		status:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-status"}),
+		clusters: map[string]*Cluster{},
+		members:  map[string]*Member{},
+		watched:  map[schema.GroupVersionResource][]cache.ResourceEventHandler{},
+	}
+	r.clusterInformer = dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, opts.Namespace, nil).
+		ForResource(KubeFedClusterResource).Informer()
+	r.secretInformer = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace)).
+		Core().V1().Secrets().Informer()
+	return r
+}
+
+// Subscribe registers fn to be called with a cluster's name whenever the
+// cluster appears, goes, changes labels or access, or changes readiness.
+// Call before Run.
+func (r *Registry) Subscribe(fn func(cluster string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listeners = append(r.listeners, fn)
+}
+
+// Watch makes every ready member run an informer on gvr (managed objects
+// only) that reports to h. It may be called at any time.
+func (r *Registry) Watch(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
+	r.mu.Lock()
+	r.watched[gvr] = append(r.watched[gvr], h)
+	members := make([]*Member, 0, len(r.members))
+	for _, m := range r.members {
+		members = append(members, m)
+	}
+	r.mu.Unlock()
+	for _, m := range members {
+		m.watch(gvr, h)
+	}
+}
+
+// Get returns the cluster named name, or nil.
+func (r *Registry) Get(name string) *Cluster {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.clusters[name]
+}
+
+// List returns every known cluster.
+func (r *Registry) List() []*Cluster {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Cluster, 0, len(r.clusters))
+	for _, c := range r.clusters {
+		out = append(out, c)
+	}
+	return out
+}
+
+// HasSynced reports whether the plane's clusters and secrets are loaded.
+func (r *Registry) HasSynced() bool {
+	return r.clusterInformer.HasSynced() && r.secretInformer.HasSynced()
+}
+
+// Run loads the clusters, probes their members and writes cluster
+// status until ctx ends.
+func (r *Registry) Run(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
+	defer r.status.ShutDown()
+	enqueue := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { r.refresh() },
+		UpdateFunc: func(any, any) { r.refresh() },
+		DeleteFunc: func(any) { r.refresh() },
+	}
+	if _, err := r.clusterInformer.AddEventHandler(enqueue); err != nil {
+		return err
+	}
+	if _, err := r.secretInformer.AddEventHandler(enqueue); err != nil {
+		return err
+	}
+	go r.clusterInformer.Run(ctx.Done())
+	go r.secretInformer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), r.HasSynced) {
+		return fmt.Errorf("waiting for KubeFedClusters and Secrets in %s: %w", r.opts.Namespace, ctx.Err())
+	}
+	r.refresh()
+	go func() {
+		for r.processStatus(ctx) {
+		}
+	}()
+	<-ctx.Done()
+	r.mu.Lock()
+	for _, m := range r.members {
+		m.stop()
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// refresh rebuilds the cluster set from the informers' caches.
+func (r *Registry) refresh() {
+	r.mu.Lock()
+	if r.ctx == nil || !r.clusterInformer.HasSynced() || !r.secretInformer.HasSynced() {
+		r.mu.Unlock()
+		return
+	}
+	next := map[string]*Cluster{}
+	used := map[string]bool{}
+	var changed []string
+	for _, obj := range r.clusterInformer.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var kfc fedv1b1.KubeFedCluster
+		c := &Cluster{Name: u.GetName(), Labels: u.GetLabels()}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &kfc); err != nil {
+			c.ConfigError = fmt.Errorf("decoding KubeFedCluster: %w", err)
+		} else if a, err := accessFor(&kfc, r.secretData(kfc.Spec.SecretRef.Name)); err != nil {
+			c.ConfigError = err
+		} else {
+			key := a.key()
+			m := r.members[key]
+			if m == nil {
+				m, err = newMember(key, a, r.opts, r.memberChanged)
+				if err != nil {
+					c.ConfigError = err
+				} else {
+					r.members[key] = m
+					for gvr, hs := range r.watched {
+						for _, h := range hs {
+							m.watch(gvr, h)
+						}
+					}
+					m.start(r.ctx)
+				}
+			}
+			if m != nil {
+				c.Member = m
+				used[key] = true
+			}
+		}
+		next[c.Name] = c
+		if old := r.clusters[c.Name]; old == nil || old.Member != c.Member || !maps.Equal(old.Labels, c.Labels) ||
+			errString(old.ConfigError) != errString(c.ConfigError) {
+			changed = append(changed, c.Name)
+		}
+	}
+	for name := range r.clusters {
+		if next[name] == nil {
+			changed = append(changed, name)
+		}
+	}
+	for key, m := range r.members {
+		if !used[key] {
+			m.stop()
+			delete(r.members, key)
+		}
+	}
+	r.clusters = next
+	for _, c := range next {
+		if c.Member != nil {
+			c.Member.setClusters(r.clusterNamesOf(c.Member))
+		}
+	}
+	listeners := r.listeners
+	r.mu.Unlock()
+	for _, name := range changed {
+		r.status.Add(name)
+		for _, fn := range listeners {
+			fn(name)
+		}
+	}
+}
+
+func (r *Registry) clusterNamesOf(m *Member) []string {
+	var names []string
+	for _, c := range r.clusters {
+		if c.Member == m {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// memberChanged is called by a member whose readiness changed.
+func (r *Registry) memberChanged(m *Member) {
+	r.mu.RLock()
+	names := r.clusterNamesOf(m)
+	listeners := r.listeners
+	r.mu.RUnlock()
+	for _, name := range names {
+		r.status.Add(name)
+		for _, fn := range listeners {
+			fn(name)
+		}
+	}
+}
+
+func (r *Registry) secretData(name string) map[string][]byte {
+	obj, ok, err := r.secretInformer.GetStore().GetByKey(r.opts.Namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s.Data == nil {
+		return nil
+	}
+	return s.Data
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// processStatus writes one cluster's status; false when shutting down.
+func (r *Registry) processStatus(ctx context.Context) bool {
+	name, quit := r.status.Get()
+	if quit {
+		return false
+	}
+	defer r.status.Done(name)
+	if err := r.writeStatus(ctx, name); err != nil {
+		klog.V(2).InfoS("Writing cluster status", "cluster", name, "err", err)
+		r.status.AddRateLimited(name)
+		return true
+	}
+	r.status.Forget(name)
+	return true
+}
+
+// writeStatus sets the Ready and Offline conditions and the Kubernetes
+// version of a KubeFedCluster when they differ from the member's state.
+func (r *Registry) writeStatus(ctx context.Context, name string) error {
+	obj, ok, err := r.clusterInformer.GetStore().GetByKey(r.opts.Namespace + "/" + name)
+	if err != nil || !ok {
+		return err
+	}
+	u := obj.(*unstructured.Unstructured)
+	var kfc fedv1b1.KubeFedCluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &kfc); err != nil {
+		return nil // malformed beyond status writing; refresh reported it
+	}
+	c := r.Get(name)
+	if c == nil {
+		return nil
+	}
+	want := desiredStatus(c, kfc.Status, metav1.Now())
+	if statusEqual(kfc.Status, want) {
+		return nil
+	}
+	kfc.Status = want
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kfc)
+	if err != nil {
+		return err
+	}
+	_, err = r.plane.Resource(KubeFedClusterResource).Namespace(r.opts.Namespace).
+		UpdateStatus(ctx, &unstructured.Unstructured{Object: content}, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,329 @@
+// Package controller assembles cellfed-controller: the member cluster
+// registry with its health probes (package clusters), the cell controller
+// (package cells) and one propagation controller per FederatedTypeConfig
+// with propagation enabled (package propagation), all under one leader
+// election Lease in the plane.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/cellfed/cellfed/pkg/controller/cells"
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/controller/propagation"
+)
+
+var typeConfigs = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "federatedtypeconfigs"}
+
+// Options are everything cellfed-controller can be told; NewOptions
+// holds the defaults.
+type Options struct {
+	Kubeconfig          string
+	FederationNamespace string
+	Propagation         propagation.Options
+	Clusters            clusters.Options
+	CellWorkers         int
+	PlaneQPS            float32
+	PlaneBurst          int
+	LeaderElect         bool
+	LeaseName           string
+	LeaseDuration       time.Duration
+	RenewDeadline       time.Duration
+	RetryPeriod         time.Duration
+	// HealthAddress serves /healthz and /readyz ("" = off).
+	HealthAddress string
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		FederationNamespace: "kube-federation-system",
+		Propagation:         propagation.DefaultOptions(),
+		Clusters:            clusters.DefaultOptions(),
+		CellWorkers:         4,
+		PlaneQPS:            200,
+		PlaneBurst:          400,
+		LeaderElect:         true,
+		LeaseName:           "cellfed-controller",
+		LeaseDuration:       15 * time.Second,
+		RenewDeadline:       10 * time.Second,
+		RetryPeriod:         2 * time.Second,
+		HealthAddress:       "127.0.0.1:10358",
+	}
+}
+
+// AddFlags registers the options as flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cellfed plane (default: $KUBECONFIG, then in-cluster)")
+	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "namespace of KubeFedClusters, their Secrets, FederatedTypeConfigs and the leader Lease")
+	fs.IntVar(&o.Propagation.Workers, "workers", o.Propagation.Workers, "objects of one federated type reconciled in parallel")
+	fs.BoolVar(&o.Propagation.AdoptExisting, "adopt-existing", o.Propagation.AdoptExisting, "adopt member objects that exist without the managed label (false: report AlreadyExists and leave them)")
+	fs.DurationVar(&o.Propagation.ClusterTimeout, "cluster-timeout", o.Propagation.ClusterTimeout, "time allowed for the work on one cluster for one object")
+	fs.IntVar(&o.Clusters.Concurrency, "cluster-concurrency", o.Clusters.Concurrency, "requests in flight to one member cluster at a time")
+	fs.Float32Var(&o.Clusters.QPS, "member-qps", o.Clusters.QPS, "request rate limit of each member cluster's client")
+	fs.IntVar(&o.Clusters.Burst, "member-burst", o.Clusters.Burst, "request burst of each member cluster's client")
+	fs.DurationVar(&o.Clusters.ProbePeriod, "cluster-probe-period", o.Clusters.ProbePeriod, "time between health probes of a member cluster")
+	fs.DurationVar(&o.Clusters.ProbeTimeout, "cluster-probe-timeout", o.Clusters.ProbeTimeout, "timeout of one health probe")
+	fs.IntVar(&o.Clusters.FailureThreshold, "cluster-failure-threshold", o.Clusters.FailureThreshold, "failed probes in a row that make a ready cluster not ready")
+	fs.IntVar(&o.Clusters.SuccessThreshold, "cluster-success-threshold", o.Clusters.SuccessThreshold, "good probes in a row that make a cluster ready again")
+	fs.IntVar(&o.CellWorkers, "cell-workers", o.CellWorkers, "cells reconciled in parallel")
+	fs.Float32Var(&o.PlaneQPS, "plane-qps", o.PlaneQPS, "request rate limit towards the plane")
+	fs.IntVar(&o.PlaneBurst, "plane-burst", o.PlaneBurst, "request burst towards the plane")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run only while holding the Lease, so several replicas are safe")
+	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "name of the leader Lease in the federation namespace")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a lost leader's Lease blocks the others")
+	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz and /readyz (empty: off)")
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Propagation.Workers < 1 {
+		errs = append(errs, errors.New("--workers must be at least 1"))
+	}
+	if o.Clusters.Concurrency < 1 {
+		errs = append(errs, errors.New("--cluster-concurrency must be at least 1"))
+	}
+	if o.Clusters.ProbePeriod <= 0 || o.Clusters.ProbeTimeout <= 0 {
+		errs = append(errs, errors.New("--cluster-probe-period and --cluster-probe-timeout must be positive"))
+	}
+	if o.Clusters.FailureThreshold < 1 || o.Clusters.SuccessThreshold < 1 {
+		errs = append(errs, errors.New("--cluster-failure-threshold and --cluster-success-threshold must be at least 1"))
+	}
+	if o.FederationNamespace == "" {
+		errs = append(errs, errors.New("--federation-namespace must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the controller against the plane cfg reaches until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
+	o.Clusters.Namespace = o.FederationNamespace
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.PlaneQPS, o.PlaneBurst
+	cfg.UserAgent = "cellfed-controller"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("plane client: %w", err)
+	}
+	plane, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("plane client: %w", err)
+	}
+	var ready sync.Map // "leading", "synced" -> true
+	if o.HealthAddress != "" {
+		if err := serveHealth(ctx, o.HealthAddress, &ready, o.LeaderElect); err != nil {
+			return err
+		}
+	}
+	run := func(ctx context.Context) {
+		ready.Store("leading", true)
+		if err := runControllers(ctx, plane, kube, o, &ready); err != nil && ctx.Err() == nil {
+			klog.ErrorS(err, "Controllers stopped")
+			os.Exit(1)
+		}
+	}
+	if !o.LeaderElect {
+		run(ctx)
+		return nil
+	}
+	host, _ := os.Hostname()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.FederationNamespace, o.LeaseName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		return fmt.Errorf("leader lease: %w", err)
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: run,
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					// Another replica leads now; start over as a follower.
+					klog.InfoS("Lost the leader Lease; exiting so a restart starts clean")
+					os.Exit(1)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	klog.InfoS("Waiting for the leader Lease", "lease", o.FederationNamespace+"/"+o.LeaseName)
+	le.Run(ctx)
+	return nil
+}
+
+// runControllers runs the registry, the cell controller and the
+// propagation controllers until ctx ends.
+func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, o *Options, ready *sync.Map) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cellfed-controller"})
+
+	reg := clusters.NewRegistry(plane, kube, o.Clusters)
+	types := newTypeSet(ctx, plane, reg, recorder, o.Propagation)
+	reg.Subscribe(types.clusterChanged)
+	errc := make(chan error, 3)
+	go func() { errc <- reg.Run(ctx) }()
+	go func() { errc <- cells.New(plane, kube, o.FederationNamespace, o.CellWorkers).Run(ctx) }()
+	go func() { errc <- types.run(ctx) }()
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return ctx.Err()
+	}
+	ready.Store("synced", true)
+	klog.InfoS("cellfed-controller running", "federationNamespace", o.FederationNamespace)
+	for range 3 {
+		if err := <-errc; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// typeSet runs one propagation controller per enabled
+// FederatedTypeConfig, restarting it when the config changes.
+type typeSet struct {
+	ctx      context.Context
+	plane    dynamic.Interface
+	reg      *clusters.Registry
+	recorder record.EventRecorder
+	opts     propagation.Options
+	informer cache.SharedIndexInformer
+
+	mu      sync.Mutex
+	running map[string]*runningType
+}
+
+type runningType struct {
+	typ    propagation.Type
+	ctrl   *propagation.Controller
+	cancel context.CancelFunc
+}
+
+func newTypeSet(ctx context.Context, plane dynamic.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options) *typeSet {
+	return &typeSet{
+		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts,
+		informer: dynamicinformer.NewFilteredDynamicInformer(plane, typeConfigs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
+		running:  map[string]*runningType{},
+	}
+}
+
+func (s *typeSet) run(ctx context.Context) error {
+	sync := func(any) { s.sync() }
+	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: sync, UpdateFunc: func(_, o any) { sync(o) }, DeleteFunc: sync,
+	}); err != nil {
+		return err
+	}
+	go s.informer.Run(ctx.Done())
+	<-ctx.Done()
+	return nil
+}
+
+// sync starts controllers for new enabled types and stops the others.
+func (s *typeSet) sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]*propagation.Type{}
+	for _, obj := range s.informer.GetStore().List() {
+		t, ok, err := propagation.TypeFor(obj.(*unstructured.Unstructured))
+		if err != nil {
+			klog.ErrorS(err, "Skipping FederatedTypeConfig")
+			continue
+		}
+		if ok {
+			want[t.Name] = t
+		}
+	}
+	for name, r := range s.running {
+		if t := want[name]; t == nil || *t != r.typ {
+			klog.InfoS("Stopping propagation", "type", name)
+			r.cancel()
+			delete(s.running, name)
+		}
+	}
+	for name, t := range want {
+		if s.running[name] != nil {
+			continue
+		}
+		ctx, cancel := context.WithCancel(s.ctx)
+		ctrl := propagation.New(t, s.opts, s.plane, s.reg, s.recorder)
+		s.running[name] = &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
+		go func() {
+			if err := ctrl.Run(ctx); err != nil && ctx.Err() == nil {
+				klog.ErrorS(err, "Propagation stopped", "type", name)
+			}
+		}()
+	}
+}
+
+func (s *typeSet) clusterChanged(name string) {
+	s.mu.Lock()
+	ctrls := make([]*propagation.Controller, 0, len(s.running))
+	for _, r := range s.running {
+		ctrls = append(ctrls, r.ctrl)
+	}
+	s.mu.Unlock()
+	for _, c := range ctrls {
+		c.ClusterChanged(name)
+	}
+}
+
+// serveHealth answers /healthz always and /readyz once this replica
+// leads (or runs without election) and the clusters are loaded.
+func serveHealth(ctx context.Context, addr string, ready *sync.Map, leaderElect bool) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		_, synced := ready.Load("synced")
+		if !synced {
+			http.Error(w, "not leading or clusters not loaded", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("health address %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	klog.InfoS("Serving health checks", "address", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,312 @@
+package propagation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
+)
+
+const (
+	// HashAnnotation on a member object is the hash of what the
+	// controller last wrote there (template, overrides, labels), written
+	// with the object itself, so a restarted controller knows what a
+	// member holds without rewriting it.
+	HashAnnotation = "cellfed.io/propagated-hash"
+	// CreatedByAnnotation marks member namespaces the controller created;
+	// only those are ever deleted by it.
+	CreatedByAnnotation = "cellfed.io/created-by"
+	createdBy           = "cellfed-controller"
+)
+
+// desired is the object one cluster should hold, before member-owned
+// fields are merged in by retain.
+type desired struct {
+	obj  *unstructured.Unstructured
+	hash string
+}
+
+// build makes the member object for a cluster: the template named after
+// the federated object, the cluster's overrides applied, the managed
+// label set, and the hash annotation describing all of it.
+func build(t *Type, fed *unstructured.Unstructured, template map[string]any, overrides []typesv1b1.ClusterOverride, retainReplicas bool) (desired, error) {
+	obj := &unstructured.Unstructured{Object: cleanTemplate(template)}
+	obj.SetAPIVersion(t.Target.GroupVersion().String())
+	obj.SetKind(t.TargetKind)
+	if t.IsNamespace() {
+		obj.SetName(fed.GetNamespace())
+	} else {
+		obj.SetName(fed.GetName())
+		if t.Namespaced {
+			obj.SetNamespace(fed.GetNamespace())
+		}
+	}
+	if len(overrides) > 0 {
+		patched, err := applyOverrides(obj.Object, overrides)
+		if err != nil {
+			return desired{}, err
+		}
+		obj.Object = patched
+		// Overrides may not rename or move the object (admission rejects
+		// such paths; this guards objects admitted before the rule).
+		obj.SetAPIVersion(t.Target.GroupVersion().String())
+		obj.SetKind(t.TargetKind)
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[clusters.ManagedLabel] = "true"
+	obj.SetLabels(labels)
+	h := sha256.New()
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return desired{}, fmt.Errorf("encoding member object: %w", err)
+	}
+	h.Write(raw)
+	if retainReplicas {
+		h.Write([]byte("\x00retainReplicas"))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))[:32]
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[HashAnnotation] = sum
+	obj.SetAnnotations(ann)
+	return desired{obj: obj, hash: sum}, nil
+}
+
+// cleanTemplate copies the template without the metadata only the
+// member's API server may set.
+func cleanTemplate(template map[string]any) map[string]any {
+	obj := runtimeDeepCopy(template)
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		for _, k := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields",
+			"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "namespace", "name", "generateName"} {
+			delete(md, k)
+		}
+	}
+	delete(obj, "status")
+	return obj
+}
+
+func runtimeDeepCopy(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}
+
+// applyOverrides applies JSON-patch operations (replace by default).
+func applyOverrides(obj map[string]any, ops []typesv1b1.ClusterOverride) (map[string]any, error) {
+	type op struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value,omitempty"`
+	}
+	patch := make([]op, 0, len(ops))
+	for _, o := range ops {
+		p := op{Op: o.Op, Path: o.Path}
+		if p.Op == "" {
+			p.Op = "replace"
+		}
+		if o.Value != nil {
+			p.Value = o.Value.Raw
+		}
+		if p.Op != "remove" && p.Value == nil {
+			p.Value = json.RawMessage("null")
+		}
+		patch = append(patch, p)
+	}
+	rawPatch, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	decoded, err := jsonpatch.DecodePatch(rawPatch)
+	if err != nil {
+		return nil, fmt.Errorf("overrides: %w", err)
+	}
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decoded.Apply(doc)
+	if err != nil {
+		return nil, fmt.Errorf("applying overrides: %w", err)
+	}
+	// Back to the numeric types unstructured content uses.
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(out); err != nil {
+		return nil, fmt.Errorf("overridden object: %w", err)
+	}
+	return u.Object, nil
+}
+
+// retain merges what the member owns into the object to write over
+// existing: resourceVersion and finalizers, labels and annotations the
+// member added, Service cluster IPs and node ports, ServiceAccount
+// secrets, and replicas when retainReplicas is set.
+func retain(want *unstructured.Unstructured, existing *unstructured.Unstructured, retainReplicas bool) *unstructured.Unstructured {
+	out := want.DeepCopy()
+	out.SetResourceVersion(existing.GetResourceVersion())
+	out.SetFinalizers(existing.GetFinalizers())
+	out.SetOwnerReferences(existing.GetOwnerReferences())
+	out.SetLabels(union(existing.GetLabels(), want.GetLabels()))
+	out.SetAnnotations(union(existing.GetAnnotations(), want.GetAnnotations()))
+	switch existing.GetKind() {
+	case "Service":
+		for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort", "ipFamilies", "ipFamilyPolicy"} {
+			if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", f); ok {
+				if _, set, _ := unstructured.NestedFieldNoCopy(out.Object, "spec", f); !set {
+					_ = unstructured.SetNestedField(out.Object, runtimeCopy(v), "spec", f)
+				}
+			}
+		}
+		retainNodePorts(out, existing)
+	case "ServiceAccount":
+		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "secrets"); ok {
+			if _, set := out.Object["secrets"]; !set {
+				out.Object["secrets"] = runtimeCopy(v)
+			}
+		}
+	}
+	if retainReplicas {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", "replicas"); ok {
+			_ = unstructured.SetNestedField(out.Object, runtimeCopy(v), "spec", "replicas")
+		}
+	}
+	return out
+}
+
+// retainNodePorts keeps the member's node port of each port the
+// template leaves unset, matching ports by name, then by port number.
+func retainNodePorts(out, existing *unstructured.Unstructured) {
+	have, _, _ := unstructured.NestedSlice(existing.Object, "spec", "ports")
+	want, ok, _ := unstructured.NestedSlice(out.Object, "spec", "ports")
+	if !ok {
+		return
+	}
+	for i, p := range want {
+		pm, ok := p.(map[string]any)
+		if !ok || pm["nodePort"] != nil {
+			continue
+		}
+		for _, h := range have {
+			hm, ok := h.(map[string]any)
+			if !ok || hm["nodePort"] == nil {
+				continue
+			}
+			if pm["name"] == hm["name"] && numEqual(pm["port"], hm["port"]) {
+				pm["nodePort"] = hm["nodePort"]
+				want[i] = pm
+				break
+			}
+		}
+	}
+	_ = unstructured.SetNestedSlice(out.Object, want, "spec", "ports")
+}
+
+func union(a, b map[string]string) map[string]string {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
+}
+
+func runtimeCopy(v any) any {
+	return runtimeDeepCopy(map[string]any{"v": v})["v"]
+}
+
+// covers reports whether have holds everything in want: every map key of
+// want with an equal value (nulls and empty values in want match absent
+// ones), lists element by element. Fields only have sets are the
+// member's own (defaults, status) and do not count.
+func covers(have, want any) bool {
+	switch w := want.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		for k, wv := range w {
+			hv, present := h[k]
+			if !present {
+				if isEmpty(wv) {
+					continue
+				}
+				return false
+			}
+			if !covers(hv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		if len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !covers(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		if numEqual(have, want) {
+			return true
+		}
+		return reflect.DeepEqual(have, want)
+	}
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+func numEqual(a, b any) bool {
+	x, ok1 := toFloat(a)
+	y, ok2 := toFloat(b)
+	return ok1 && ok2 && x == y
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}

@@ -1,0 +1,86 @@
+// Package propagation is cellfed-controller's sync controller: for one
+// federated type it keeps every member cluster's copy of each federated
+// object as the placement, template and overrides say, with KubeFed's
+// semantics (managed label, adoption, orphaning, retained member fields,
+// per-cluster status) and without KubeFed's failure modes: a cluster that
+// is down blocks nothing else, deletion reaches every cluster an object
+// was ever propagated to, and an unchanged object costs no write.
+package propagation
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+)
+
+// KubeFed's names, kept so either controller can take over from the other.
+const (
+	Finalizer              = "kubefed.io/sync-controller"
+	OrphanAnnotation       = "kubefed.io/orphan"
+	DeleteOptionAnnotation = "kubefed.io/deleteoption"
+	PropagationCondition   = "Propagation"
+)
+
+// Type is one federated type, from its FederatedTypeConfig.
+type Type struct {
+	// Name is the FederatedTypeConfig's name, e.g. deployments.apps.
+	Name       string
+	Target     schema.GroupVersionResource
+	TargetKind string
+	// Federated is the federated resource in its v1beta1 version.
+	Federated     schema.GroupVersionResource
+	FederatedKind string
+	Namespaced    bool
+}
+
+// IsNamespace reports whether the target is the Namespace itself: a
+// FederatedNamespace lives in the namespace it federates.
+func (t *Type) IsNamespace() bool { return t.Target.Group == "" && t.Target.Resource == "namespaces" }
+
+// TypeFor reads a FederatedTypeConfig. ok is false when propagation is
+// disabled.
+func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
+	var ftc fedv1b1.FederatedTypeConfig
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ftc); err != nil {
+		return nil, false, fmt.Errorf("decoding FederatedTypeConfig %s: %w", u.GetName(), err)
+	}
+	if ftc.Spec.Propagation != fedv1b1.PropagationEnabled {
+		return nil, false, nil
+	}
+	tt, ft := ftc.Spec.TargetType, ftc.Spec.FederatedType
+	if tt.PluralName == "" || tt.Kind == "" || tt.Version == "" || ft.PluralName == "" || ft.Group == "" {
+		return nil, false, fmt.Errorf("FederatedTypeConfig %s: targetType and federatedType need kind, version and pluralName", u.GetName())
+	}
+	return &Type{
+		Name:          u.GetName(),
+		Target:        schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
+		TargetKind:    tt.Kind,
+		Federated:     schema.GroupVersionResource{Group: ft.Group, Version: typesv1b1.Version, Resource: ft.PluralName},
+		FederatedKind: ft.Kind,
+		Namespaced:    tt.Scope == "Namespaced" || (tt.Group == "" && tt.PluralName == "namespaces"),
+	}, true, nil
+}
+
+// Options tune one type's controller.
+type Options struct {
+	// Workers reconcile objects of the type in parallel.
+	Workers int
+	// AdoptExisting adopts member objects that exist without the managed
+	// label; otherwise they are reported AlreadyExists and left alone.
+	AdoptExisting bool
+	// ClusterTimeout bounds the work on one cluster for one object.
+	ClusterTimeout time.Duration
+	// RetryMax caps the back-off of an object that keeps failing.
+	RetryMax time.Duration
+}
+
+// DefaultOptions are the controller's defaults.
+func DefaultOptions() Options {
+	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, RetryMax: 30 * time.Second}
+}

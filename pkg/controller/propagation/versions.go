@@ -1,0 +1,247 @@
+package propagation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+var (
+	propagatedVersions        = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "propagatedversions"}
+	clusterPropagatedVersions = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "clusterpropagatedversions"}
+)
+
+// record is what was propagated for one object: KubeFed's
+// PropagatedVersion status. clusters maps every cluster that may hold the
+// object to the hash written there; it is what deletion walks, so an
+// object is removed from clusters it left while they were down.
+type propagated struct {
+	templateVersion, overridesVersion string
+	clusters                          map[string]string
+	exists                            bool
+	resourceVersion                   string
+}
+
+func newRecord(tv, ov string) *propagated {
+	return &propagated{templateVersion: tv, overridesVersion: ov, clusters: map[string]string{}}
+}
+
+func (r *propagated) sameContent(o *propagated) bool {
+	return r.templateVersion == o.templateVersion && r.overridesVersion == o.overridesVersion && maps.Equal(r.clusters, o.clusters)
+}
+
+// versionStore keeps the records of one type in memory and in the plane
+// (PropagatedVersion or ClusterPropagatedVersion objects named
+// <kind>-<name>, as KubeFed names them). Only a change is written.
+type versionStore struct {
+	plane  dynamic.Interface
+	gvr    schema.GroupVersionResource
+	prefix string
+
+	mu      sync.Mutex
+	records map[string]*propagated
+}
+
+func newVersionStore(plane dynamic.Interface, t *Type) *versionStore {
+	gvr := clusterPropagatedVersions
+	if t.Namespaced {
+		gvr = propagatedVersions
+	}
+	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", records: map[string]*propagated{}}
+}
+
+// load reads every record of the type once, at start.
+func (s *versionStore) load(ctx context.Context) error {
+	list, err := s.plane.Resource(s.gvr).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", s.gvr.Resource, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range list.Items {
+		pv := &list.Items[i]
+		name, ok := strings.CutPrefix(pv.GetName(), s.prefix)
+		if !ok {
+			continue
+		}
+		key := name
+		if ns := pv.GetNamespace(); ns != "" {
+			key = ns + "/" + name
+		}
+		s.records[key] = decodeRecord(pv)
+	}
+	return nil
+}
+
+func decodeRecord(pv *unstructured.Unstructured) *propagated {
+	r := newRecord("", "")
+	r.exists, r.resourceVersion = true, pv.GetResourceVersion()
+	r.templateVersion, _, _ = unstructured.NestedString(pv.Object, "status", "templateVersion")
+	r.overridesVersion, _, _ = unstructured.NestedString(pv.Object, "status", "overridesVersion")
+	cvs, _, _ := unstructured.NestedSlice(pv.Object, "status", "clusterVersions")
+	for _, cv := range cvs {
+		m, _ := cv.(map[string]any)
+		name, _ := m["clusterName"].(string)
+		version, _ := m["version"].(string)
+		if name != "" {
+			r.clusters[name] = version
+		}
+	}
+	return r
+}
+
+// get returns a copy of the record of key (empty when there is none).
+func (s *versionStore) get(key string) *propagated {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.records[key]
+	if r == nil {
+		return newRecord("", "")
+	}
+	c := *r
+	c.clusters = maps.Clone(r.clusters)
+	return &c
+}
+
+func (s *versionStore) forget(key string) {
+	s.mu.Lock()
+	delete(s.records, key)
+	s.mu.Unlock()
+}
+
+func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
+	if s.gvr == propagatedVersions {
+		return s.plane.Resource(s.gvr).Namespace(namespace)
+	}
+	return s.plane.Resource(s.gvr)
+}
+
+// save writes next when it differs from what is stored. A record with no
+// clusters that was never stored is not written at all.
+func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.Unstructured, next *propagated) error {
+	cur := s.get(key)
+	if cur.sameContent(next) && (cur.exists || len(next.clusters) == 0) {
+		return nil
+	}
+	c := s.client(fed.GetNamespace())
+	name := s.prefix + fed.GetName()
+	rv := cur.resourceVersion
+	if !cur.exists {
+		pv := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": s.gvr.GroupVersion().String(),
+			"kind":       kindOf(s.gvr),
+			"metadata": map[string]any{
+				"name": name,
+				"ownerReferences": []any{map[string]any{
+					"apiVersion": fed.GetAPIVersion(), "kind": fed.GetKind(), "name": fed.GetName(), "uid": string(fed.GetUID()),
+				}},
+			},
+		}}
+		if ns := fed.GetNamespace(); ns != "" {
+			pv.SetNamespace(ns)
+		}
+		created, err := c.Create(ctx, pv, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			existing, err := c.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading %s %s: %w", kindOf(s.gvr), name, err)
+			}
+			rv = existing.GetResourceVersion()
+		case err != nil:
+			return fmt.Errorf("creating %s %s: %w", kindOf(s.gvr), name, err)
+		default:
+			rv = created.GetResourceVersion()
+		}
+	}
+	pv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": s.gvr.GroupVersion().String(),
+		"kind":       kindOf(s.gvr),
+		"metadata":   map[string]any{"name": name, "resourceVersion": rv},
+		"status":     next.status(),
+	}}
+	if ns := fed.GetNamespace(); ns != "" {
+		pv.SetNamespace(ns)
+	}
+	updated, err := c.UpdateStatus(ctx, pv, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Someone else wrote it: read it again next time.
+			s.reload(ctx, key, c, name)
+		}
+		return fmt.Errorf("writing %s %s: %w", kindOf(s.gvr), name, err)
+	}
+	stored := *next
+	stored.clusters = maps.Clone(next.clusters)
+	stored.exists, stored.resourceVersion = true, updated.GetResourceVersion()
+	s.mu.Lock()
+	s.records[key] = &stored
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *versionStore) reload(ctx context.Context, key string, c dynamic.ResourceInterface, name string) {
+	pv, err := c.Get(ctx, name, metav1.GetOptions{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case apierrors.IsNotFound(err):
+		delete(s.records, key)
+	case err == nil:
+		s.records[key] = decodeRecord(pv)
+	}
+}
+
+// delete removes the stored record of a finalized object.
+func (s *versionStore) delete(ctx context.Context, key string, fed *unstructured.Unstructured) error {
+	if !s.get(key).exists {
+		return nil
+	}
+	err := s.client(fed.GetNamespace()).Delete(ctx, s.prefix+fed.GetName(), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s: %w", kindOf(s.gvr), s.prefix+fed.GetName(), err)
+	}
+	s.forget(key)
+	return nil
+}
+
+func (r *propagated) status() map[string]any {
+	names := make([]string, 0, len(r.clusters))
+	for n := range r.clusters {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	cvs := make([]any, 0, len(names))
+	for _, n := range names {
+		cvs = append(cvs, map[string]any{"clusterName": n, "version": r.clusters[n]})
+	}
+	return map[string]any{"templateVersion": r.templateVersion, "overridesVersion": r.overridesVersion, "clusterVersions": cvs}
+}
+
+func kindOf(gvr schema.GroupVersionResource) string {
+	if gvr == propagatedVersions {
+		return "PropagatedVersion"
+	}
+	return "ClusterPropagatedVersion"
+}
+
+// hashOf is a short content hash of v's JSON form.
+func hashOf(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
+}

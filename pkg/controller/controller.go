@@ -97,6 +97,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run only while holding the Lease, so several replicas are safe")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "name of the leader Lease in the federation namespace")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a lost leader's Lease blocks the others")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader keeps trying to renew before giving up; less than the lease duration")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between attempts to take or renew the Lease")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz and /readyz (empty: off)")
 }
 
@@ -114,6 +116,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Clusters.FailureThreshold < 1 || o.Clusters.SuccessThreshold < 1 {
 		errs = append(errs, errors.New("--cluster-failure-threshold and --cluster-success-threshold must be at least 1"))
+	}
+	if o.LeaderElect && (o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline) {
+		errs = append(errs, errors.New("leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration"))
 	}
 	if o.FederationNamespace == "" {
 		errs = append(errs, errors.New("--federation-namespace must not be empty"))

@@ -1,0 +1,124 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Controller is a running cellfed-controller with its health endpoint.
+type Controller struct {
+	*Process
+	HealthURL string
+}
+
+// StartController starts bin/cellfed-controller against the plane with
+// fast health probing (1 s period, two failures) and a short leader
+// Lease, and waits until it leads and has loaded the clusters. args are
+// extra flags and win over these defaults.
+func StartController(t testing.TB, plane *Server, args ...string) *Controller {
+	t.Helper()
+	c, err := startController(t, plane, true, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// StartStandbyController starts a controller that is not expected to lead
+// (another replica holds the Lease); it does not wait for readiness.
+func StartStandbyController(t testing.TB, plane *Server, args ...string) *Controller {
+	t.Helper()
+	c, err := startController(t, plane, false, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func startController(t testing.TB, plane *Server, wait bool, args ...string) (*Controller, error) {
+	port := FreePort(t)
+	base := []string{
+		"--kubeconfig=" + plane.Kubeconfig,
+		"--health-address=127.0.0.1:" + strconv.Itoa(port),
+		"--cluster-probe-period=1s",
+		"--cluster-probe-timeout=1s",
+		"--cluster-failure-threshold=2",
+		"--cluster-timeout=10s",
+		"--leader-elect-lease-duration=4s",
+		"--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=500ms",
+	}
+	p := StartProcess(t, "cellfed-controller", filepath.Join(t.TempDir(), "controller.log"), Binary(t, "cellfed-controller"), append(base, args...)...)
+	c := &Controller{Process: p, HealthURL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	if wait {
+		if err := c.WaitReady(context.Background(), 60*time.Second); err != nil {
+			return nil, fmt.Errorf("cellfed-controller not ready: %w\n%s", err, p.Tail(30))
+		}
+	}
+	return c, nil
+}
+
+// Ready reports whether the controller answers /readyz with ok.
+func (c *Controller) Ready(ctx context.Context) bool {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.HealthURL+"/readyz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK && string(body) == "ok"
+}
+
+// WaitReady polls /readyz.
+func (c *Controller) WaitReady(ctx context.Context, timeout time.Duration) error {
+	return Poll(ctx, 100*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		if err := exitedError(c.Process); err != nil {
+			return false, err
+		}
+		return c.Ready(ctx), nil
+	})
+}
+
+// Writes counts the create (POST) and update (PUT and PATCH) requests a
+// server has answered for a resource, from its apiserver_request_total
+// metric: what a controller cost the server in writes.
+type Writes struct{ Creates, Updates, Deletes int }
+
+// CountWrites reads a server's /metrics for resource (e.g. "configmaps").
+func CountWrites(ctx context.Context, c kubernetes.Interface, resource string) (Writes, error) {
+	raw, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return Writes{}, fmt.Errorf("reading /metrics: %w", err)
+	}
+	var w Writes
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) ||
+			strings.Contains(line, `subresource="`) && !strings.Contains(line, `subresource=""`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `verb="POST"`):
+			w.Creates += int(n)
+		case strings.Contains(line, `verb="PUT"`), strings.Contains(line, `verb="PATCH"`), strings.Contains(line, `verb="APPLY"`):
+			w.Updates += int(n)
+		case strings.Contains(line, `verb="DELETE"`):
+			w.Deletes += int(n)
+		}
+	}
+	return w, nil
+}

@@ -74,21 +74,24 @@ func NewCommand(argv0 string, streams genericiooptions.IOStreams) *cobra.Command
 	o := &options{name: commandName(argv0), streams: streams, config: genericclioptions.NewConfigFlags(true)}
 	root := &cobra.Command{
 		Use:   o.name,
-		Short: "Manage a cellfed federation plane: federated types and cells",
+		Short: "Manage a cellfed federation plane: member clusters, federated types and cells",
 		Long: fmt.Sprintf(`%[1]s manages a cellfed plane (cellfed-apiserver).
 
-It enables and disables federated types (a FederatedTypeConfig plus a
-federated CRD in types.kubefed.io served in v1beta1 and v1beta2) and
-manages Cells, the deployment units federated objects are placed on.
+It joins and unjoins member clusters (KubeFedClusters), enables and
+disables federated types (a FederatedTypeConfig plus a federated CRD in
+types.kubefed.io served in v1beta1 and v1beta2), manages Cells, the
+deployment units federated objects are placed on, and shows their status.
 
 It reads kubeconfig like kubectl: --kubeconfig, $KUBECONFIG or
 ~/.kube/config, --context, and -n/--namespace (default: the context's
 namespace).`, o.name),
 		Example: examples(o.name,
+			"join member1 --kubeconfig-member=member1.kubeconfig",
 			"enable deployments.apps",
 			"enable widgets.example.com --from-cluster=member1.kubeconfig",
 			"cell create rz00a --cluster=member1 -l zone=z1 -n shop",
 			"cell list -A",
+			"status",
 		),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -112,7 +115,8 @@ namespace).`, o.name),
 		return fmt.Errorf("%v; see '%s --help'", err, c.CommandPath())
 	})
 	o.config.AddFlags(root.PersistentFlags())
-	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o), newVersionCommand(o))
+	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newVersionCommand(o))
 	return root
 }
 

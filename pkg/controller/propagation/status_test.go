@@ -1,0 +1,269 @@
+package propagation
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+)
+
+func TestSameStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	base := func() typesv1b1.Status {
+		return typesv1b1.Status{
+			ObservedGeneration: 3,
+			Conditions: []typesv1b1.Condition{
+				{Type: PropagationCondition, Status: "False", Reason: "CheckClusters", Message: "1 of 2", LastUpdateTime: t0, LastTransitionTime: t0},
+			},
+			Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady}},
+		}
+	}
+	tests := []struct {
+		name string
+		edit func(s *typesv1b1.Status)
+		same bool
+	}{
+		{"identical", func(*typesv1b1.Status) {}, true},
+		{"times differ", func(s *typesv1b1.Status) {
+			s.Conditions[0].LastUpdateTime, s.Conditions[0].LastTransitionTime = t1, t1
+		}, true},
+		{"remote status differs", func(s *typesv1b1.Status) {
+			s.Clusters[0].RemoteStatus = &runtime.RawExtension{Raw: []byte(`{}`)}
+		}, true},
+		{"observed generation", func(s *typesv1b1.Status) { s.ObservedGeneration = 4 }, false},
+		{"condition type", func(s *typesv1b1.Status) { s.Conditions[0].Type = "Other" }, false},
+		{"condition status", func(s *typesv1b1.Status) { s.Conditions[0].Status = "True" }, false},
+		{"condition reason", func(s *typesv1b1.Status) { s.Conditions[0].Reason = "InvalidObject" }, false},
+		{"condition message", func(s *typesv1b1.Status) { s.Conditions[0].Message = "2 of 2" }, false},
+		{"extra condition", func(s *typesv1b1.Status) {
+			s.Conditions = append(s.Conditions, typesv1b1.Condition{Type: "Other", Status: "True"})
+		}, false},
+		{"no conditions", func(s *typesv1b1.Status) { s.Conditions = nil }, false},
+		{"cluster status", func(s *typesv1b1.Status) { s.Clusters[1].Status = StatusOK }, false},
+		{"cluster name", func(s *typesv1b1.Status) { s.Clusters[1].Name = "c" }, false},
+		{"cluster missing", func(s *typesv1b1.Status) { s.Clusters = s.Clusters[:1] }, false},
+		{"no clusters", func(s *typesv1b1.Status) { s.Clusters = nil }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.edit(&b)
+			if got := sameStatus(a, b); got != tc.same {
+				t.Errorf("sameStatus(a, b) = %v, want %v", got, tc.same)
+			}
+			if got := sameStatus(b, a); got != tc.same {
+				t.Errorf("sameStatus(b, a) = %v, want %v", got, tc.same)
+			}
+		})
+	}
+	if !sameStatus(typesv1b1.Status{}, typesv1b1.Status{Clusters: []typesv1b1.ClusterStatus{}}) {
+		t.Errorf("nil and empty cluster lists differ")
+	}
+}
+
+// fedWithStatus is a FederatedDeployment at generation 2 holding status
+// (nil: none).
+func fedWithStatus(t *testing.T, st *typesv1b1.Status) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1",
+		"kind":       "FederatedDeployment",
+		"metadata":   map[string]any{"name": "web", "namespace": "ns1", "generation": int64(2), "resourceVersion": "5"},
+		"spec":       map[string]any{},
+	}}
+	if st != nil {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Object["status"] = content
+	}
+	return u
+}
+
+func TestWriteStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	okCond := typesv1b1.Condition{Type: PropagationCondition, Status: "True", LastUpdateTime: t0, LastTransitionTime: t0}
+	otherCond := typesv1b1.Condition{Type: "Other", Status: "True", Reason: "Kept", LastUpdateTime: t0, LastTransitionTime: t0}
+	type want struct {
+		write bool
+		// cond is the expected Propagation condition; updated and
+		// transitioned say whether its times are new (else t0).
+		cond                    typesv1b1.Condition
+		updated, transitioned   bool
+		clusters                []typesv1b1.ClusterStatus
+		extraConditions         []typesv1b1.Condition
+		observedGeneration      int64
+		missingObjectIsNotError bool
+	}
+	tests := []struct {
+		name     string
+		cur      *typesv1b1.Status
+		clusters []typesv1b1.ClusterStatus
+		failure  string
+		absent   bool // the object is gone from the plane
+		want     want
+	}{
+		{
+			name:     "identical status is not written",
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusOK}}},
+			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK}, {Name: "a", Status: StatusOK}},
+			want:     want{write: false},
+		},
+		{
+			name:     "identical status with no clusters is not written",
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}},
+			clusters: nil,
+			want:     want{write: false},
+		},
+		{
+			name:     "first status",
+			cur:      nil,
+			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK}, {Name: "a", Status: StatusOK}},
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True"}, updated: true, transitioned: true,
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusOK}}, observedGeneration: 2},
+		},
+		{
+			name:     "new generation keeps the condition's times",
+			cur:      &typesv1b1.Status{ObservedGeneration: 1, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}},
+			clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}},
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True"},
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}, observedGeneration: 2},
+		},
+		{
+			name:     "a cluster failing turns the condition False with the clusters listed",
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}},
+			clusters: []typesv1b1.ClusterStatus{{Name: "c", Status: StatusUpdateFailed}, {Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady}},
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "CheckClusters",
+				Message: "2 of 3 clusters not propagated: b: ClusterNotReady, c: UpdateFailed"}, updated: true, transitioned: true,
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady}, {Name: "c", Status: StatusUpdateFailed}}, observedGeneration: 2},
+		},
+		{
+			name: "a changed message keeps the transition time",
+			cur: &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{{Type: PropagationCondition, Status: "False", Reason: "CheckClusters",
+				Message: "1 of 1 clusters not propagated: a: ClusterNotReady", LastUpdateTime: t0, LastTransitionTime: t0}}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusClusterNotReady}}},
+			clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusUpdateFailed}},
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "CheckClusters",
+				Message: "1 of 1 clusters not propagated: a: UpdateFailed"}, updated: true,
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusUpdateFailed}}, observedGeneration: 2},
+		},
+		{
+			name:     "a failure of the object itself",
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}},
+			failure:  "spec: bad placement",
+			clusters: nil,
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "InvalidObject", Message: "spec: bad placement"},
+				updated: true, transitioned: true, observedGeneration: 2},
+		},
+		{
+			name: "other conditions are kept after ours",
+			cur:  &typesv1b1.Status{ObservedGeneration: 1, Conditions: []typesv1b1.Condition{otherCond, okCond}},
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True"},
+				extraConditions: []typesv1b1.Condition{otherCond}, observedGeneration: 2},
+		},
+		{
+			name:     "an object gone from the plane is no error",
+			cur:      nil,
+			clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}},
+			absent:   true,
+			want:     want{write: true, missingObjectIsNotError: true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fed := fedWithStatus(t, tc.cur)
+			var plane *dynamicfake.FakeDynamicClient
+			if tc.absent {
+				plane = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+					map[schema.GroupVersionResource]string{deploymentType.Federated: "FederatedDeploymentList"})
+			} else {
+				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), fed.DeepCopy())
+			}
+			plane.ClearActions()
+			c := &Controller{typ: deploymentType, plane: plane}
+			before := time.Now().Add(-time.Second)
+			err := c.writeStatus(context.Background(), fed, tc.clusters, tc.failure)
+			if err != nil {
+				t.Fatalf("writeStatus: %v", err)
+			}
+			var updates []clienttesting.UpdateAction
+			for _, a := range plane.Actions() {
+				if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+					updates = append(updates, u)
+				} else {
+					t.Errorf("unexpected action %s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+				}
+			}
+			if !tc.want.write {
+				if len(updates) != 0 {
+					t.Fatalf("status written although unchanged: %v", updates[0].GetObject())
+				}
+				return
+			}
+			if len(updates) != 1 {
+				t.Fatalf("%d status writes, want 1", len(updates))
+			}
+			if tc.want.missingObjectIsNotError {
+				return
+			}
+			obj := updates[0].GetObject().(*unstructured.Unstructured)
+			if obj.GetNamespace() != "ns1" || obj.GetName() != "web" || obj.GetResourceVersion() != "5" {
+				t.Errorf("wrote %s/%s at resourceVersion %q, want ns1/web at 5", obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion())
+			}
+			raw, _, _ := unstructured.NestedMap(obj.Object, "status")
+			var got typesv1b1.Status
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.ObservedGeneration != tc.want.observedGeneration {
+				t.Errorf("observedGeneration = %d, want %d", got.ObservedGeneration, tc.want.observedGeneration)
+			}
+			if !reflect.DeepEqual(got.Clusters, tc.want.clusters) {
+				t.Errorf("clusters = %+v, want %+v", got.Clusters, tc.want.clusters)
+			}
+			if len(got.Conditions) != 1+len(tc.want.extraConditions) {
+				t.Fatalf("conditions = %+v", got.Conditions)
+			}
+			cond := got.Conditions[0]
+			w := tc.want.cond
+			if cond.Type != w.Type || cond.Status != w.Status || cond.Reason != w.Reason || cond.Message != w.Message {
+				t.Errorf("condition = %+v, want %+v", cond, w)
+			}
+			checkTime := func(what string, got metav1.Time, fresh bool) {
+				t.Helper()
+				if fresh && got.Time.Before(before) {
+					t.Errorf("%s = %v, want now", what, got)
+				}
+				if !fresh && !got.Equal(&t0) {
+					t.Errorf("%s = %v, want the old %v", what, got, t0)
+				}
+			}
+			checkTime("lastUpdateTime", cond.LastUpdateTime, tc.want.updated)
+			checkTime("lastTransitionTime", cond.LastTransitionTime, tc.want.transitioned)
+			for i, x := range tc.want.extraConditions {
+				y := got.Conditions[1+i]
+				if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+					t.Errorf("condition %d = %+v, want %+v", 1+i, y, x)
+				}
+			}
+			// Writing the written status again is a no-op.
+			plane.ClearActions()
+			if err := c.writeStatus(context.Background(), obj, tc.clusters, tc.failure); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(plane.Actions()); n != 0 {
+				t.Errorf("rewriting the status just written made %d requests", n)
+			}
+		})
+	}
+}

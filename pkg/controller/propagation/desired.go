@@ -41,14 +41,15 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 	obj := &unstructured.Unstructured{Object: cleanTemplate(template)}
 	obj.SetAPIVersion(t.Target.GroupVersion().String())
 	obj.SetKind(t.TargetKind)
-	if t.IsNamespace() {
-		obj.SetName(fed.GetNamespace())
-	} else {
-		obj.SetName(fed.GetName())
-		if t.Namespaced {
-			obj.SetNamespace(fed.GetNamespace())
-		}
+	name, namespace := fed.GetName(), ""
+	switch {
+	case t.IsNamespace():
+		name = fed.GetNamespace()
+	case t.Namespaced:
+		namespace = fed.GetNamespace()
 	}
+	obj.SetName(name)
+	obj.SetNamespace(namespace)
 	if len(overrides) > 0 {
 		patched, err := applyOverrides(obj.Object, overrides)
 		if err != nil {
@@ -59,6 +60,8 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 		// such paths; this guards objects admitted before the rule).
 		obj.SetAPIVersion(t.Target.GroupVersion().String())
 		obj.SetKind(t.TargetKind)
+		obj.SetName(name)
+		obj.SetNamespace(namespace)
 	}
 	labels := obj.GetLabels()
 	if labels == nil {

@@ -274,7 +274,6 @@ func TestBuildOverrides(t *testing.T) {
 		// edit turns wantDeploy() into the expected object.
 		edit    func(m map[string]any)
 		wantErr string
-		bug     string // a known defect: the case is skipped
 	}{
 		{
 			name:      "replace is the default op",
@@ -379,13 +378,11 @@ func TestBuildOverrides(t *testing.T) {
 			name:      "overrides cannot rename the object",
 			overrides: []typesv1b1.ClusterOverride{ov("replace", "/metadata/name", `"other"`)},
 			edit:      func(map[string]any) {},
-			bug:       "build re-sets apiVersion and kind after overrides but not metadata.name, although its comment says overrides may not rename or move the object",
 		},
 		{
 			name:      "overrides cannot move the object to another namespace",
 			overrides: []typesv1b1.ClusterOverride{ov("replace", "/metadata/namespace", `"elsewhere"`)},
 			edit:      func(map[string]any) {},
-			bug:       "build re-sets apiVersion and kind after overrides but not metadata.namespace, although its comment says overrides may not rename or move the object",
 		},
 		{
 			name:      "the managed label cannot be overridden",
@@ -425,9 +422,6 @@ func TestBuildOverrides(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.bug != "" {
-				t.Skip("BUG: " + tc.bug)
-			}
 			template := deployTemplate()
 			before := runtime.DeepCopyJSON(template)
 			d, err := build(deploymentType, fedObj("ns1", "web"), template, tc.overrides, false)

@@ -58,7 +58,12 @@ type raceResult struct {
 // member; cellfed additionally runs with 50 cells sharing members.
 func BenchmarkControllerRace(b *testing.B) {
 	for range b.N {
-		members := framework.StartMembers(b, raceMembers)
+		// Four at a time: twenty kube-apiservers starting at once on two
+		// cores miss their own start-up deadlines.
+		var members []*framework.Server
+		for len(members) < raceMembers {
+			members = append(members, framework.StartMembers(b, min(4, raceMembers-len(members)))...)
+		}
 		kf := race(b, members, "kf", false)
 		cf := race(b, members, "cf", true)
 		report(b, kf, cf)

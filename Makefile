@@ -13,7 +13,7 @@ GO_BUILD := go build -ldflags '$(LDFLAGS)'
 DATA_DIR ?= .cellfed
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run test test-unit bench mariadb fmt vet clean
+.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb fmt vet clean
 
 all: build
 
@@ -33,10 +33,15 @@ kubectl:
 kubefed:
 	cd hack/kubefed && go build -o ../../bin/kubefed-controller-manager sigs.k8s.io/kubefed/cmd/controller-manager
 
-run: build
-	@echo "Starting cellfed-apiserver on embedded SQLite in $(DATA_DIR) (Ctrl-C stops it; data is kept)."
-	@echo "In another shell:  export KUBECONFIG=$(abspath $(DATA_DIR))/admin.kubeconfig; kubectl get namespaces"
-	./bin/cellfed-apiserver --data-dir=$(DATA_DIR) $(ARGS)
+# The plane and cellfed-controller; Ctrl-C stops both, data is kept. ARGS go
+# to cellfed-apiserver, CONTROLLER_ARGS to cellfed-controller (hack/run.sh).
+run: build kubectl
+	DATA_DIR='$(DATA_DIR)' CONTROLLER_ARGS='$(CONTROLLER_ARGS)' hack/run.sh $(ARGS)
+
+# A throwaway federation in a temp dir: plane, controller, three members,
+# cells and a released app (hack/demo.sh). DEMO_EXIT=1 exits after printing.
+demo: build kubectl
+	hack/demo.sh
 
 mariadb:
 	hack/mariadb.sh

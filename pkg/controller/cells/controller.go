@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -295,7 +296,7 @@ func (c *Controller) deleteCellCluster(ctx context.Context, name string) error {
 // writeStatus reports the per-cell cluster and the physical cluster's
 // readiness on the Cell, when they changed.
 func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clusterName string, physical *fedv1b1.KubeFedCluster) error {
-	st := corev1a1.CellStatus{KubeFedCluster: clusterName, Conditions: cloneConditions(cell.Status.Conditions)}
+	st := corev1a1.CellStatus{KubeFedCluster: clusterName, Conditions: slices.Clone(cell.Status.Conditions)}
 	found := metav1.Condition{Type: corev1a1.CellClusterFound, Status: metav1.ConditionTrue, Reason: "ClusterFound",
 		Message: fmt.Sprintf("KubeFedCluster %s/%s exists", c.namespace, cell.Spec.Cluster), ObservedGeneration: cell.Generation}
 	ready := metav1.Condition{Type: corev1a1.CellReady, Status: metav1.ConditionUnknown, Reason: "ClusterNotProbed",
@@ -335,12 +336,6 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 		return nil
 	}
 	return err
-}
-
-func cloneConditions(in []metav1.Condition) []metav1.Condition {
-	out := make([]metav1.Condition, len(in))
-	copy(out, in)
-	return out
 }
 
 func equalStatus(a, b corev1a1.CellStatus) bool {

@@ -292,7 +292,7 @@ func (c *Controller) plan(fed *unstructured.Unstructured, selected map[string]bo
 	}
 	groups := map[*clusters.Member]*group{}
 	var out []action
-	ns, name := c.targetName(fed)
+	ns, name := c.typ.targetName(fed)
 	for _, cl := range c.clusters.List() {
 		if cl.Member == nil {
 			if selected[cl.Name] {
@@ -386,11 +386,11 @@ func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
 }
 
 // targetName is the member object's namespace and name.
-func (c *Controller) targetName(fed *unstructured.Unstructured) (string, string) {
+func (t *Type) targetName(fed *unstructured.Unstructured) (string, string) {
 	switch {
-	case c.typ.IsNamespace():
+	case t.IsNamespace():
 		return "", fed.GetNamespace()
-	case c.typ.Namespaced:
+	case t.Namespaced:
 		return fed.GetNamespace(), fed.GetName()
 	}
 	return "", fed.GetName()

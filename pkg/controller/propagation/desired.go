@@ -10,6 +10,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
@@ -41,13 +42,7 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 	obj := &unstructured.Unstructured{Object: cleanTemplate(template)}
 	obj.SetAPIVersion(t.Target.GroupVersion().String())
 	obj.SetKind(t.TargetKind)
-	name, namespace := fed.GetName(), ""
-	switch {
-	case t.IsNamespace():
-		name = fed.GetNamespace()
-	case t.Namespaced:
-		namespace = fed.GetNamespace()
-	}
+	namespace, name := t.targetName(fed)
 	obj.SetName(name)
 	obj.SetNamespace(namespace)
 	if len(overrides) > 0 {
@@ -91,7 +86,10 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 // cleanTemplate copies the template without the metadata only the
 // member's API server may set.
 func cleanTemplate(template map[string]any) map[string]any {
-	obj := runtimeDeepCopy(template)
+	obj := map[string]any{}
+	if template != nil {
+		obj = runtime.DeepCopyJSON(template)
+	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		for _, k := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields",
 			"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "namespace", "name", "generateName"} {
@@ -100,13 +98,6 @@ func cleanTemplate(template map[string]any) map[string]any {
 	}
 	delete(obj, "status")
 	return obj
-}
-
-func runtimeDeepCopy(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
 }
 
 // applyOverrides applies JSON-patch operations (replace by default).
@@ -170,7 +161,7 @@ func retain(want *unstructured.Unstructured, existing *unstructured.Unstructured
 		for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort", "ipFamilies", "ipFamilyPolicy"} {
 			if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", f); ok {
 				if _, set, _ := unstructured.NestedFieldNoCopy(out.Object, "spec", f); !set {
-					_ = unstructured.SetNestedField(out.Object, runtimeCopy(v), "spec", f)
+					_ = unstructured.SetNestedField(out.Object, runtime.DeepCopyJSONValue(v), "spec", f)
 				}
 			}
 		}
@@ -178,13 +169,13 @@ func retain(want *unstructured.Unstructured, existing *unstructured.Unstructured
 	case "ServiceAccount":
 		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "secrets"); ok {
 			if _, set := out.Object["secrets"]; !set {
-				out.Object["secrets"] = runtimeCopy(v)
+				out.Object["secrets"] = runtime.DeepCopyJSONValue(v)
 			}
 		}
 	}
 	if retainReplicas {
 		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", "replicas"); ok {
-			_ = unstructured.SetNestedField(out.Object, runtimeCopy(v), "spec", "replicas")
+			_ = unstructured.SetNestedField(out.Object, runtime.DeepCopyJSONValue(v), "spec", "replicas")
 		}
 	}
 	return out
@@ -228,10 +219,6 @@ func union(a, b map[string]string) map[string]string {
 	}
 	maps.Copy(out, b)
 	return out
-}
-
-func runtimeCopy(v any) any {
-	return runtimeDeepCopy(map[string]any{"v": v})["v"]
 }
 
 // covers reports whether have holds everything in want: every map key of

@@ -23,7 +23,7 @@ func (c *Controller) finalize(ctx context.Context, key string, fed *unstructured
 		return false, nil
 	}
 	rec := c.versions.get(key)
-	ns, name := c.targetName(fed)
+	ns, name := c.typ.targetName(fed)
 	byMember := map[*clusters.Member][]string{}
 	for _, cl := range c.clusters.List() {
 		if cl.Member == nil {

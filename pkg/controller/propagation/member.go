@@ -149,7 +149,7 @@ func (c *Controller) update(ctx context.Context, a action, objKey string, d desi
 // only takes the managed label off. Namespaces the controller did not
 // create are never deleted, only released.
 func (c *Controller) ensureRemoved(ctx context.Context, fed *unstructured.Unstructured, a action) result {
-	ns, name := c.targetName(fed)
+	ns, name := c.typ.targetName(fed)
 	existing, err := a.member.Get(c.typ.Target, ns, name)
 	if err != nil {
 		return result{status: StatusWaitingForRemoval, keepRecord: true, retry: true}

@@ -14,8 +14,6 @@ import (
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
 
-func sortStrings(s []string) { sort.Strings(s) }
-
 // writeStatus sets status.clusters, the Propagation condition and
 // observedGeneration, and writes them only when they changed. failure is
 // a problem with the object itself (no cluster was tried).

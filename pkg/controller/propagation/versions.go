@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -217,11 +218,7 @@ func (s *versionStore) delete(ctx context.Context, key string, fed *unstructured
 }
 
 func (r *propagated) status() map[string]any {
-	names := make([]string, 0, len(r.clusters))
-	for n := range r.clusters {
-		names = append(names, n)
-	}
-	sortStrings(names)
+	names := slices.Sorted(maps.Keys(r.clusters))
 	cvs := make([]any, 0, len(names))
 	for _, n := range names {
 		cvs = append(cvs, map[string]any{"clusterName": n, "version": r.clusters[n]})

@@ -294,7 +294,7 @@ func (s *typeSet) sync() {
 	}
 }
 
-func (s *typeSet) clusterChanged(name string) {
+func (s *typeSet) clusterChanged() {
 	s.mu.Lock()
 	ctrls := make([]*propagation.Controller, 0, len(s.running))
 	for _, r := range s.running {
@@ -302,7 +302,7 @@ func (s *typeSet) clusterChanged(name string) {
 	}
 	s.mu.Unlock()
 	for _, c := range ctrls {
-		c.ClusterChanged(name)
+		c.ClusterChanged()
 	}
 }
 

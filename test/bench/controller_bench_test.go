@@ -116,12 +116,8 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	// namespace's FederatedNamespace is placed on: place it on every cell
 	// (for both controllers, so the workload is the same) and wait for the
 	// namespace in every member.
-	var tops []string
-	for i := range members {
-		tops = append(tops, "{name: "+cellName(i)+"}")
-	}
 	k.MustRun(b, "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedNamespace\nmetadata: {name: "+ns+", namespace: "+ns+"}\n"+
-		"spec: {placement: {topologyType: cell, topologies: ["+strings.Join(tops, ", ")+"]}, template: {}}\n", "apply", "-f", "-")
+		"spec: {placement: "+framework.CellPlacement(cellNames(len(members))...)+", template: {}}\n", "apply", "-f", "-")
 	for i, m := range members {
 		c := m.Client(b)
 		if err := framework.Poll(context.Background(), 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -142,10 +138,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	}
 
 	// Convergence: every object on every cell.
-	all := make([]string, len(members))
-	for i := range members {
-		all[i] = cellName(i)
-	}
+	all := cellNames(len(members))
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -189,7 +182,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 		res.noop.Deletes += d.Deletes - writes0[i].Deletes
 	}
 	res.cpu = cpuTime(b, pid) - cpu0
-	res.peakRSS = peakRSSMiB(b, pid)
+	res.peakRSS = procStatusMiB(b, pid, "VmHWM:")
 
 	if cellfed {
 		// 50 cells: 30 more in two more workspaces, sharing members.
@@ -225,6 +218,15 @@ func phases(members int) []int {
 
 func cellName(i int) string { return fmt.Sprintf("rz%02d", i) }
 
+// cellNames are the first n cells: rz00, rz01, …
+func cellNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = cellName(i)
+	}
+	return names
+}
+
 func createFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name string, cells []string) {
 	tops := make([]any, len(cells))
 	for i, c := range cells {
@@ -246,10 +248,7 @@ func createFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name string, ce
 // latency creates samples objects on the first n cells, one every 50 ms,
 // and returns p50 and p99 of apply → present in all n members.
 func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string, n int) [2]time.Duration {
-	cells := make([]string, n)
-	for i := range n {
-		cells[i] = cellName(i)
-	}
+	cells := cellNames(n)
 	starts := make([]time.Time, raceLatencies)
 	for i := range raceLatencies {
 		starts[i] = time.Now()
@@ -366,20 +365,6 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
-}
-
-func peakRSSMiB(b *testing.B, pid int) float64 {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatalf("reading peak RSS: %v", err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.Atoi(f[1])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
 }
 
 func report(b *testing.B, kf, cf raceResult) {

@@ -36,7 +36,7 @@ func benchPlane(b *testing.B, endpoint string) {
 	start := time.Now()
 	plane := framework.StartPlane(b, framework.PlaneOptions{Endpoint: endpoint})
 	ready := time.Since(start)
-	rssReady := rssMiB(b, plane.Pid())
+	rssReady := procStatusMiB(b, plane.Pid(), "VmRSS:")
 
 	c := plane.Client(b)
 	ctx := context.Background()
@@ -81,7 +81,7 @@ func benchPlane(b *testing.B, endpoint string) {
 		}
 		list = append(list, time.Since(t0))
 	}
-	rssLoaded := rssMiB(b, plane.Pid())
+	rssLoaded := procStatusMiB(b, plane.Pid(), "VmRSS:")
 
 	b.ReportMetric(ready.Seconds(), "ready-s")
 	b.ReportMetric(rssReady, "rss-ready-MiB")
@@ -108,14 +108,15 @@ func percentile(d []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// rssMiB reads a process's resident set size from /proc.
-func rssMiB(b *testing.B, pid int) float64 {
+// procStatusMiB reads a size field of a process's /proc status, e.g.
+// VmRSS: (resident set) or VmHWM: (its peak).
+func procStatusMiB(b *testing.B, pid int, field string) float64 {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		b.Fatalf("reading RSS: %v", err)
+		b.Fatalf("reading /proc/%d/status: %v", pid, err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, err := strconv.Atoi(f[1])
 			if err != nil {
 				b.Fatal(err)
@@ -123,6 +124,6 @@ func rssMiB(b *testing.B, pid int) float64 {
 			return float64(kb) / 1024
 		}
 	}
-	b.Fatal("no VmRSS in /proc status")
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -38,16 +39,6 @@ var cellsOn = map[string]int{
 	"shop2/rz00a": 0, "shop2/rz20a": 2,
 }
 
-const tenancyYAML = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop2, labels: {cellfed.io/tenant: beta, cellfed.io/workspace: prod}}
-`
-
 func startFederation(t *testing.T, members int, controllerArgs ...string) *federation {
 	t.Helper()
 	f := &federation{}
@@ -66,7 +57,7 @@ func startFederation(t *testing.T, members int, controllerArgs ...string) *feder
 		f.memberKube = append(f.memberKube, m.Client(t))
 		f.ctl.ok(t, "join", fmt.Sprintf("member-%d", i), "--kubeconfig-member="+m.Kubeconfig)
 	}
-	f.kubectl.MustRun(t, tenancyYAML, "apply", "-f", "-")
+	f.kubectl.MustRun(t, framework.TenantNamespaces, "apply", "-f", "-")
 	for cell, m := range cellsOn {
 		ns, name, _ := strings.Cut(cell, "/")
 		if m < members {
@@ -99,18 +90,17 @@ func (f *federation) memberObject(t *testing.T, i int, gvr schema.GroupVersionRe
 	return obj
 }
 
-// eventually polls cond for up to 60 s and fails with its last message.
+// eventually is waitFor for conditions that explain themselves: while
+// cond is false, its message is what a timeout reports.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	var last string
-	err := framework.Poll(context.Background(), 100*time.Millisecond, 60*time.Second, func(context.Context) (bool, error) {
+	waitFor(t, what, func(context.Context) (bool, error) {
 		ok, msg := cond()
-		last = msg
-		return ok, nil
+		if ok {
+			return true, nil
+		}
+		return false, errors.New(msg)
 	})
-	if err != nil {
-		t.Fatalf("%s: %v; last: %s", what, err, last)
-	}
 }
 
 // waitReplicas waits until each member i in want holds ns/name with
@@ -167,15 +157,11 @@ func (f *federation) waitStatus(t *testing.T, gvr schema.GroupVersionResource, n
 }
 
 func deployment(ns, name, image string, cells []string, extra string) string {
-	var tops []string
-	for _, c := range cells {
-		tops = append(tops, "{name: "+c+"}")
-	}
 	return `apiVersion: types.kubefed.io/v1beta2
 kind: FederatedDeployment
 metadata: {name: ` + name + `, namespace: ` + ns + `}
 spec:
-  placement: {topologyType: cell, topologies: [` + strings.Join(tops, ", ") + `]}
+  placement: ` + framework.CellPlacement(cells...) + `
   template:
     metadata: {labels: {app: ` + name + `}}
     spec:
@@ -480,10 +466,6 @@ func waitAllPropagated(t *testing.T, f *federation, ns string, n int) {
 }
 
 func configMap(ns, name, data string, cells []string, metaExtra string) string {
-	var tops []string
-	for _, c := range cells {
-		tops = append(tops, "{name: "+c+"}")
-	}
 	return `apiVersion: types.kubefed.io/v1beta2
 kind: FederatedConfigMap
 metadata:
@@ -491,7 +473,7 @@ metadata:
   namespace: ` + ns + `
 ` + metaExtra + `
 spec:
-  placement: {topologyType: cell, topologies: [` + strings.Join(tops, ", ") + `]}
+  placement: ` + framework.CellPlacement(cells...) + `
   template:
     data: {` + data + `}
 `

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,10 +15,6 @@ import (
 
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-// upstreamTimeout bounds each wait for upstream KubeFed; it propagates in
-// about a second here.
-const upstreamTimeout = 45 * time.Second
 
 // TestUpstreamKubeFed runs upstream KubeFed v0.10.0's controller-manager
 // (`make kubefed`) against the plane and two real members: v1beta2 objects
@@ -97,7 +92,7 @@ spec:
   template: {data: {color: blue}}
   placement: {clusters: [{name: shop.rz10a}]}
 `, "apply", "-f", "-")
-		upstreamWait(t, "config map settings in member-1", func(ctx context.Context) (bool, error) {
+		waitFor(t, "config map settings in member-1", func(ctx context.Context) (bool, error) {
 			cm, err := c1.CoreV1().ConfigMaps("shop").Get(ctx, "settings", metav1.GetOptions{})
 			return err == nil && cm.Data["color"] == "blue", err
 		})
@@ -137,7 +132,7 @@ spec:
 		framework.WaitKubeFedClustersReady(t, plane, "member-0")
 		// The FederatedNamespace is placed on shop.rz00a, not on member-0:
 		// through member-0, KubeFed deletes the namespace shop.rz00a made.
-		upstreamWait(t, "namespace shop in member-0 to be deleted through KubeFedCluster member-0", func(ctx context.Context) (bool, error) {
+		waitFor(t, "namespace shop in member-0 to be deleted through KubeFedCluster member-0", func(ctx context.Context) (bool, error) {
 			ns, err := c0.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})
 			return apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp != nil, err
 		})
@@ -151,24 +146,17 @@ spec:
 	// before it removes its finalizer; checked last so the wait overlaps
 	// the subtest above.
 	t.Run("KubeFed completes the deletion of the federated deployment", func(t *testing.T) {
-		upstreamWait(t, "the federated deployment to be gone (KubeFed's finalizer removed)", func(ctx context.Context) (bool, error) {
+		waitFor(t, "the federated deployment to be gone (KubeFed's finalizer removed)", func(ctx context.Context) (bool, error) {
 			_, err := k.Run(ctx, "", "-n", "shop", "get", fdV1beta2, "web")
 			return err != nil && strings.Contains(err.Error(), "NotFound"), nil
 		})
 	})
 }
 
-func upstreamWait(t *testing.T, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := framework.Poll(context.Background(), 100*time.Millisecond, upstreamTimeout, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // waitDeployment waits until a member holds shop/web with image and replicas.
 func waitDeployment(t *testing.T, c kubernetes.Interface, image string, replicas int32) {
 	t.Helper()
-	upstreamWait(t, fmt.Sprintf("deployment shop/web with %s × %d", image, replicas), func(ctx context.Context) (bool, error) {
+	waitFor(t, fmt.Sprintf("deployment shop/web with %s × %d", image, replicas), func(ctx context.Context) (bool, error) {
 		d, err := c.AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -183,7 +171,7 @@ func waitDeployment(t *testing.T, c kubernetes.Interface, image string, replicas
 
 func waitNoDeployment(t *testing.T, c kubernetes.Interface) {
 	t.Helper()
-	upstreamWait(t, "deployment shop/web to be removed", func(ctx context.Context) (bool, error) {
+	waitFor(t, "deployment shop/web to be removed", func(ctx context.Context) (bool, error) {
 		_, err := c.AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -194,7 +182,7 @@ func waitNoDeployment(t *testing.T, c kubernetes.Interface) {
 // want, read in v1beta2.
 func waitTopologyStatus(t *testing.T, k framework.Kubectl, resource, name string, want []string) {
 	t.Helper()
-	upstreamWait(t, fmt.Sprintf("%s %s status on %v", resource, name, want), func(ctx context.Context) (bool, error) {
+	waitFor(t, fmt.Sprintf("%s %s status on %v", resource, name, want), func(ctx context.Context) (bool, error) {
 		out, err := k.Run(ctx, "", "-n", "shop", "get", resource, name, "-o", "json")
 		if err != nil {
 			return false, err

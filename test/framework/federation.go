@@ -1,6 +1,9 @@
 package framework
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Tenancy is the federation fixture tests and benchmarks start from, as
 // kubectl input: two tenant workspaces (shop of acme, shop2 of beta), a
@@ -9,15 +12,7 @@ import "strconv"
 // Per-cell KubeFedClusters are created the way the cell controller will
 // (named by the rule, labelled with the cell's topology), so selectors can
 // be evaluated against them. Cluster endpoints are never dialled.
-var Tenancy = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop2, labels: {cellfed.io/tenant: beta, cellfed.io/workspace: prod}}
----
+var Tenancy = TenantNamespaces + `---
 apiVersion: v1
 kind: Namespace
 metadata: {name: plain}
@@ -31,6 +26,28 @@ stringData: {token: not-a-real-token}
 	cell("shop", "rz10a", "z2", "member2") + cell("shop2", "rz00a", "z2", "member1") +
 	perCellCluster("shop", "rz00a", "z1", 1) + perCellCluster("shop", "rz01a", "z2", 1) +
 	perCellCluster("shop", "rz10a", "z2", 2) + perCellCluster("shop2", "rz00a", "z2", 1)
+
+// TenantNamespaces are the two tenant workspaces, as kubectl input:
+// shop (tenant acme) and shop2 (tenant beta), both workspace prod.
+const TenantNamespaces = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop2, labels: {cellfed.io/tenant: beta, cellfed.io/workspace: prod}}
+`
+
+// CellPlacement is a v1beta2 placement on the named cells, as YAML flow:
+// {topologyType: cell, topologies: [{name: a}, {name: b}]}.
+func CellPlacement(cells ...string) string {
+	tops := make([]string, len(cells))
+	for i, c := range cells {
+		tops[i] = "{name: " + c + "}"
+	}
+	return "{topologyType: cell, topologies: [" + strings.Join(tops, ", ") + "]}"
+}
 
 func physicalCluster(name string, port int) string {
 	return `---

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,8 +31,6 @@ type Health struct {
 	Message string
 	// Version is the member's Kubernetes version (gitVersion).
 	Version string
-	// Since is when Ready last changed.
-	Since time.Time
 }
 
 // Member is one member API server reached with one access configuration.
@@ -238,9 +235,6 @@ func (m *Member) probe(ctx context.Context) {
 		h.Ready = true
 	}
 	h.Probed = true
-	if h.Ready != was.Ready || !was.Probed {
-		h.Since = time.Now()
-	}
 	m.health = h
 	changed := h != was
 	if h.Ready && m.informers == nil {

@@ -82,9 +82,6 @@ type Cluster struct {
 	ConfigError error
 }
 
-// Ready reports whether the cluster's member answered its last probes.
-func (c *Cluster) Ready() bool { return c.Member != nil && c.Member.Ready() }
-
 // Registry tracks the KubeFedClusters of the plane and their members.
 type Registry struct {
 	opts   Options
@@ -100,7 +97,7 @@ type Registry struct {
 	clusters  map[string]*Cluster
 	members   map[string]*Member // by Access.key
 	watched   map[schema.GroupVersionResource][]cache.ResourceEventHandler
-	listeners []func(cluster string)
+	listeners []func()
 }
 
 // NewRegistry builds a registry reading the plane through the clients.
@@ -121,10 +118,10 @@ func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, opts Option
 	return r
 }
 
-// Subscribe registers fn to be called with a cluster's name whenever the
-// cluster appears, goes, changes labels or access, or changes readiness.
-// Call before Run.
-func (r *Registry) Subscribe(fn func(cluster string)) {
+// Subscribe registers fn to be called whenever clusters appear, go,
+// change labels or access, or change readiness — once per batch of
+// changes, however many clusters it touched. Call before Run.
+func (r *Registry) Subscribe(fn func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.listeners = append(r.listeners, fn)
@@ -266,42 +263,35 @@ func (r *Registry) refresh() {
 		}
 	}
 	r.clusters = next
+	byMember := map[*Member][]string{}
 	for _, c := range next {
 		if c.Member != nil {
-			c.Member.setClusters(r.clusterNamesOf(c.Member))
+			byMember[c.Member] = append(byMember[c.Member], c.Name)
 		}
 	}
-	listeners := r.listeners
+	for m, names := range byMember {
+		m.setClusters(names)
+	}
 	r.mu.Unlock()
-	for _, name := range changed {
-		r.status.Add(name)
-		for _, fn := range listeners {
-			fn(name)
-		}
-	}
-}
-
-func (r *Registry) clusterNamesOf(m *Member) []string {
-	var names []string
-	for _, c := range r.clusters {
-		if c.Member == m {
-			names = append(names, c.Name)
-		}
-	}
-	return names
+	r.changed(changed)
 }
 
 // memberChanged is called by a member whose readiness changed.
-func (r *Registry) memberChanged(m *Member) {
+func (r *Registry) memberChanged(m *Member) { r.changed(m.Clusters()) }
+
+// changed queues the clusters' status writes and tells the subscribers.
+func (r *Registry) changed(names []string) {
+	if len(names) == 0 {
+		return
+	}
 	r.mu.RLock()
-	names := r.clusterNamesOf(m)
 	listeners := r.listeners
 	r.mu.RUnlock()
 	for _, name := range names {
 		r.status.Add(name)
-		for _, fn := range listeners {
-			fn(name)
-		}
+	}
+	for _, fn := range listeners {
+		fn()
 	}
 }
 

@@ -56,10 +56,8 @@ type Controller struct {
 	// or resourceVersion right after this controller wrote it, so an
 	// unchanged object is recognised without comparing content.
 	mu      sync.Mutex
-	written map[writeKey]memberVersion
+	written map[string]map[string]memberVersion // object key → cluster → version
 }
-
-type writeKey struct{ cluster, object string }
 
 type memberVersion struct {
 	hash       string
@@ -80,7 +78,7 @@ func New(t *Type, opts Options, plane dynamic.Interface, reg *clusters.Registry,
 		versions: newVersionStore(plane, t),
 		recorder: recorder,
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
-		written:  map[writeKey]memberVersion{},
+		written:  map[string]map[string]memberVersion{},
 	}
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(plane, t.Federated, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	return c
@@ -132,39 +130,26 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-// ClusterChanged requeues every object of the type: a cluster appeared,
+// ClusterChanged requeues every object of the type: clusters appeared,
 // went, changed labels or readiness.
-func (c *Controller) ClusterChanged(string) {
+func (c *Controller) ClusterChanged() {
 	for _, key := range c.informer.GetStore().ListKeys() {
 		c.queue.Add(key)
 	}
 }
 
+// enqueueForMember queues the federated object a member object belongs
+// to: the same key, except that a FederatedNamespace lives in the
+// namespace it federates.
 func (c *Controller) enqueueForMember(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, err := meta(obj)
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
 	if c.typ.IsNamespace() {
-		c.queue.Add(m.GetName() + "/" + m.GetName())
-		return
-	}
-	key := m.GetName()
-	if m.GetNamespace() != "" {
-		key = m.GetNamespace() + "/" + key
+		key = key + "/" + key
 	}
 	c.queue.Add(key)
-}
-
-func meta(obj any) (metav1.Object, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected %T", obj)
-	}
-	return u, nil
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
@@ -224,11 +209,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	rec := c.versions.get(key)
 	plan := c.plan(fed, selected, rec)
 	retainReplicas := spec.RetainReplicas != nil && *spec.RetainReplicas
+	// Clusters without overrides get the same object: build it once (it is
+	// only read afterwards, so the members' goroutines can share it).
+	plain := sync.OnceValues(func() (desired, error) { return build(c.typ, fed, template, nil, retainReplicas) })
 	results := c.run(ctx, plan, func(ctx context.Context, a action) result {
 		if a.remove {
 			return c.ensureRemoved(ctx, fed, a)
 		}
-		d, err := build(c.typ, fed, template, overridesFor(spec.Overrides, a.writer), retainReplicas)
+		d, err := plain()
+		if ops := overridesFor(spec.Overrides, a.writer); len(ops) > 0 {
+			d, err = build(c.typ, fed, template, ops, retainReplicas)
+		}
 		if err != nil {
 			return result{status: StatusCreationFailed, err: err}
 		}
@@ -238,8 +229,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	var statuses []typesv1b1.ClusterStatus
 	for _, r := range results {
 		for _, name := range r.clusters {
-			if r.keepRecord {
-				next.clusters[name] = r.version
+			if v, ok := recordedVersion(r, rec, name); ok {
+				next.clusters[name] = v
 			}
 			if r.report {
 				statuses = append(statuses, typesv1b1.ClusterStatus{Name: name, Status: r.status})
@@ -257,6 +248,21 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return true, err
 	}
 	return requeue, c.writeStatus(ctx, fed, statuses, "")
+}
+
+// recordedVersion is what the record should say for a cluster after r:
+// the hash now there, or, when the outcome left it unknown (not ready,
+// failed), what was recorded before. A cluster never written is not
+// recorded; the members' caches still show an object that got there.
+func recordedVersion(r result, rec *propagated, cluster string) (string, bool) {
+	if !r.keepRecord {
+		return "", false
+	}
+	if r.version != "" {
+		return r.version, true
+	}
+	v, ok := rec.clusters[cluster]
+	return v, ok
 }
 
 // action is the work on one member for one object: the clusters reached
@@ -360,7 +366,7 @@ func (c *Controller) run(ctx context.Context, plan []action, do func(context.Con
 			if a.remove {
 				st = StatusWaitingForRemoval
 			}
-			results[i] = result{clusters: a.clusters, status: st, report: a.report || a.remove, keepRecord: true, version: ""}
+			results[i] = result{clusters: a.clusters, status: st, report: a.report || a.remove, keepRecord: true}
 			continue
 		}
 		wg.Add(1)
@@ -398,11 +404,7 @@ func (t *Type) targetName(fed *unstructured.Unstructured) (string, string) {
 
 func (c *Controller) forget(key string) {
 	c.mu.Lock()
-	for k := range c.written {
-		if k.object == key {
-			delete(c.written, k)
-		}
-	}
+	delete(c.written, key)
 	c.mu.Unlock()
 	c.versions.forget(key)
 }

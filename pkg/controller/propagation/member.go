@@ -53,7 +53,7 @@ func (c *Controller) upToDate(cluster, objKey string, d desired, existing *unstr
 		return false
 	}
 	c.mu.Lock()
-	w, ok := c.written[writeKey{cluster, objKey}]
+	w, ok := c.written[objKey][cluster]
 	c.mu.Unlock()
 	if ok && w.hash == d.hash {
 		if g := existing.GetGeneration(); g > 0 && g == w.generation {
@@ -72,7 +72,10 @@ func (c *Controller) upToDate(cluster, objKey string, d desired, existing *unstr
 
 func (c *Controller) remember(cluster, objKey, hash string, obj *unstructured.Unstructured) {
 	c.mu.Lock()
-	c.written[writeKey{cluster, objKey}] = memberVersion{hash: hash, generation: obj.GetGeneration(), rv: obj.GetResourceVersion()}
+	if c.written[objKey] == nil {
+		c.written[objKey] = map[string]memberVersion{}
+	}
+	c.written[objKey][cluster] = memberVersion{hash: hash, generation: obj.GetGeneration(), rv: obj.GetResourceVersion()}
 	c.mu.Unlock()
 }
 

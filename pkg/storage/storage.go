@@ -15,6 +15,19 @@ import (
 // maxUnixSocketPath keeps kine's socket path under the kernel's sun_path limit.
 const maxUnixSocketPath = 100
 
+// emulatedETCDVersion is the etcd version kine reports to the API server,
+// which decides by it how to serve consistent reads (lists without
+// resourceVersion, DeleteCollection, watch-list): from its watch cache once
+// an etcd watch-progress request has confirmed the cache is current, or
+// from storage when that request is not supported (etcd before 3.4.31 and
+// 3.5.0–3.5.12; k8s.io/apiserver/pkg/storage/feature). kine v0.16.4 answers
+// progress requests only on a 100 ms tick, and only once its poll loop has
+// turned again, which without a new write takes up to 1 s; 3.5.12 makes
+// the API server read such lists from the database, which answers at once.
+// Report 3.5.13 or later again with a kine whose progress answers are
+// prompt and whose watches keep the list-then-watch guarantee.
+const emulatedETCDVersion = "3.5.12"
+
 // Backend is a running kine.
 type Backend struct {
 	// Endpoints are the etcd endpoints the API server stores into.
@@ -74,7 +87,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		BackendTLSConfig:    backendTLS,
 		MetricsRegisterer:   metricsRegisterer{},
 		NotifyInterval:      o.NotifyInterval,
-		EmulatedETCDVersion: "3.6.11",
+		EmulatedETCDVersion: emulatedETCDVersion,
 		CompactInterval:     o.CompactInterval,
 		CompactTimeout:      o.CompactTimeout,
 		CompactMinRetain:    o.CompactMinRetain,

@@ -1,18 +1,26 @@
 package storage_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3" // drops kine's table behind its back
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/klog/v2"
 
 	"github.com/cellfed/cellfed/pkg/storage"
 	"github.com/cellfed/cellfed/test/framework"
@@ -119,6 +127,200 @@ func TestRefusesUnsafeMySQLSettings(t *testing.T) {
 	}
 	o.SkipMySQLSafetyChecks = true
 	startKine(t, o) // the override works
+}
+
+// TestConsistentReadsStayInStorage checks the etcd version kine reports:
+// one the API server does not trust with watch-progress requests (before
+// 3.4.31, or 3.5.0–3.5.12, in k8s.io/apiserver/pkg/storage/feature), so it
+// serves consistent lists from the database instead of waiting up to a
+// second for kine v0.16.4's progress answers.
+func TestConsistentReadsStayInStorage(t *testing.T) {
+	o := storage.NewOptions()
+	o.DataDir = t.TempDir()
+	c := startKine(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx, c.Endpoints()[0])
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	v, err := version.ParseSemantic(st.Version)
+	if err != nil {
+		t.Fatalf("kine reports etcd version %q: %v", st.Version, err)
+	}
+	if !v.AtLeast(version.MustParseSemantic("3.5.0")) || !v.LessThan(version.MustParseSemantic("3.5.13")) {
+		t.Errorf("kine reports etcd %s: the API server would serve consistent lists from its cache after kine's slow progress answers; want 3.5.0–3.5.12", v)
+	}
+}
+
+// TestFailedWriteIsLoggedRedacted makes a write fail inside the real kine
+// (its table is dropped behind its back) and checks what reaches the log:
+// kine reports the failure with the whole request, Secret value included,
+// and the plane's bridge must keep the error and drop the request. This
+// holds the bridge to the message format of the kine version in go.mod.
+func TestFailedWriteIsLoggedRedacted(t *testing.T) {
+	var logs syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logs)
+	t.Cleanup(func() {
+		klog.Flush()
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+
+	o := storage.NewOptions()
+	o.DataDir = t.TempDir()
+	c := startKine(t, o)
+	db, err := sql.Open("sqlite3", filepath.Join(o.DataDir, "db", "state.db")+"?_busy_timeout=30000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP TABLE kine"); err != nil {
+		t.Fatalf("dropping kine's table: %v", err)
+	}
+
+	const canary = "hunter2-canary-value"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := casTxn(ctx, c, "/registry/secrets/default/db", 0, clientv3.OpPut("/registry/secrets/default/db", canary)); err == nil {
+		t.Fatal("write succeeded without kine's table, want an error")
+	}
+	err = framework.Poll(ctx, 20*time.Millisecond, 10*time.Second, func(context.Context) (bool, error) {
+		klog.Flush()
+		return strings.Contains(logs.String(), "error in txn (request redacted)"), nil
+	})
+	if err != nil {
+		t.Fatalf("no redacted failed-txn message in the log: %v\n%s", err, logs.String())
+	}
+	if strings.Contains(logs.String(), canary) {
+		t.Errorf("the log carries the written value:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for klog's concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCompaction is the apiserver's compaction: an etcd Compact call, which
+// kine runs itself because the plane leaves kine's own compaction off.
+// History before the compacted revision (less the newest CompactMinRetain
+// revisions kine always keeps) is gone for reads and watches, and the
+// current state is untouched.
+func TestCompaction(t *testing.T) {
+	for name, opts := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			o := opts(t)
+			c := startKine(t, o)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			prefix := fmt.Sprintf("/registry/compact-%d/", rand.Int())
+
+			first := prefix + "first"
+			firstRev, err := casTxn(ctx, c, first, 0, clientv3.OpPut(first, "v1"))
+			if err != nil {
+				t.Fatalf("create %s: %v", first, err)
+			}
+			// Enough revisions that compacting at the newest one removes
+			// history even though kine keeps the newest CompactMinRetain.
+			const writers = 8
+			perWriter := int(o.CompactMinRetain)/writers + 50
+			var mu sync.Mutex
+			want := map[string]string{first: "v1"}
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range perWriter {
+						key := fmt.Sprintf("%sw%d-%d", prefix, w, i)
+						rev, err := casTxn(ctx, c, key, 0, clientv3.OpPut(key, "v1"))
+						if err != nil {
+							t.Errorf("create %s: %v", key, err)
+							return
+						}
+						if i%2 == 0 {
+							if _, err := casTxn(ctx, c, key, rev, clientv3.OpDelete(key)); err != nil {
+								t.Errorf("delete %s: %v", key, err)
+								return
+							}
+							continue
+						}
+						mu.Lock()
+						want[key] = "v1"
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			now, err := c.Get(ctx, first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compactRev := now.Header.Revision
+			if compactRev-o.CompactMinRetain <= firstRev {
+				t.Fatalf("only %d revisions written, not enough to compact anything", compactRev-firstRev)
+			}
+			// kine refuses a revision its poll loop has not reached yet
+			// ("future revision") even when a read already reported it,
+			// so the compaction is retried until the poller catches up.
+			for {
+				_, err := c.Compact(ctx, compactRev)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, rpctypes.ErrFutureRev) || ctx.Err() != nil {
+					t.Fatalf("compact at %d: %v", compactRev, err)
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("compact at %d: kine never reached the revision: %v", compactRev, err)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+
+			if _, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(firstRev)); err == nil || !strings.Contains(err.Error(), "compacted") {
+				t.Errorf("read at revision %d after compacting at %d: err %v, want a compacted error", firstRev, compactRev, err)
+			}
+			w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(firstRev))
+			select {
+			case wr := <-w:
+				if wr.CompactRevision == 0 {
+					t.Errorf("watch from revision %d after compacting at %d: got %d events and no compact revision, want it cancelled", firstRev, compactRev, len(wr.Events))
+				}
+			case <-ctx.Done():
+				t.Fatal("no answer to a watch from a compacted revision")
+			}
+			list, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, kv := range list.Kvs {
+				got[string(kv.Key)] = string(kv.Value)
+			}
+			if d := framework.DiffViews(got, want); d != "" {
+				t.Errorf("state after compaction differs: %s", d)
+			}
+		})
+	}
 }
 
 // TestListThenWatchConsistency is kine's known failure mode (kine #676):

@@ -28,10 +28,14 @@ build:
 kubectl:
 	@command -v kubectl >/dev/null 2>&1 || test -x bin/kubectl || { echo "no kubectl on PATH: building bin/kubectl"; $(GO_BUILD) -o bin/kubectl k8s.io/kubernetes/cmd/kubectl; }
 
-# Upstream KubeFed v0.10.0's controller-manager, a peer controller for the
-# e2e tests, built from its own module in hack/kubefed (KubeFed's k8s 0.22 deps).
+# Upstream KubeFed v0.10.0's controller-manager (a peer controller) and its
+# CLI kubefedctl, for the e2e tests and for KubeFed users, built unmodified
+# from their own module in hack/kubefed (KubeFed's k8s 0.22 deps) and
+# stamped with KubeFed's version, as its release builds are.
+KUBEFED_LDFLAGS = -X sigs.k8s.io/kubefed/pkg/version.version=$$(go list -m -f '{{.Version}}' sigs.k8s.io/kubefed)
 kubefed:
-	cd hack/kubefed && go build -o ../../bin/kubefed-controller-manager sigs.k8s.io/kubefed/cmd/controller-manager
+	cd hack/kubefed && go build -ldflags "$(KUBEFED_LDFLAGS)" -o ../../bin/kubefed-controller-manager sigs.k8s.io/kubefed/cmd/controller-manager
+	cd hack/kubefed && go build -ldflags "$(KUBEFED_LDFLAGS)" -o ../../bin/kubefedctl sigs.k8s.io/kubefed/cmd/kubefedctl
 
 # The plane and cellfed-controller; Ctrl-C stops both, data is kept. ARGS go
 # to cellfed-apiserver, CONTROLLER_ARGS to cellfed-controller (hack/run.sh).

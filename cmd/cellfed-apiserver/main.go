@@ -20,6 +20,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/features" // Kubernetes feature gates
 
 	"github.com/cellfed/cellfed/pkg/apiserver"
+	_ "github.com/cellfed/cellfed/pkg/version" // a version kubectl parses, also without the Makefile's -ldflags
 )
 
 func init() {

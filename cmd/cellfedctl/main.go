@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/cellfed/cellfed/pkg/cellfedctl"
+	_ "github.com/cellfed/cellfed/pkg/version" // a version kubectl parses, also without the Makefile's -ldflags
 )
 
 func main() {

@@ -1,5 +1,6 @@
-// Upstream KubeFed v0.10.0's controller-manager, built by `make kubefed` as
-// bin/kubefed-controller-manager for the e2e tests (test/framework/kubefed.go).
+// Upstream KubeFed v0.10.0's controller-manager and kubefedctl, built by
+// `make kubefed` as bin/kubefed-controller-manager and bin/kubefedctl for the
+// e2e tests (test/framework/kubefed.go, kubefedctl.go) and KubeFed users.
 // A separate module: KubeFed keeps its own Kubernetes 0.22 dependencies and
 // they never touch the main module. Update with explicit versions, then
 // `go mod tidy -e` (`go install ...@v0.10.0` does not work here: the module
@@ -8,7 +9,10 @@ module github.com/cellfed/cellfed/hack/kubefed
 
 go 1.26.0
 
-require sigs.k8s.io/kubefed v0.10.0
+require (
+	k8s.io/apimachinery v0.22.2
+	sigs.k8s.io/kubefed v0.10.0
+)
 
 require (
 	cloud.google.com/go v0.54.0 // indirect
@@ -31,6 +35,7 @@ require (
 	github.com/evanphx/json-patch v4.12.0+incompatible // indirect
 	github.com/felixge/httpsnoop v1.0.1 // indirect
 	github.com/form3tech-oss/jwt-go v3.2.3+incompatible // indirect
+	github.com/ghodss/yaml v1.0.0 // indirect
 	github.com/go-logr/logr v0.4.0 // indirect
 	github.com/go-openapi/jsonpointer v0.19.5 // indirect
 	github.com/go-openapi/jsonreference v0.19.5 // indirect
@@ -94,12 +99,12 @@ require (
 	gopkg.in/yaml.v3 v3.0.0-20210107192922-496545a6307b // indirect
 	k8s.io/api v0.22.2 // indirect
 	k8s.io/apiextensions-apiserver v0.22.2 // indirect
-	k8s.io/apimachinery v0.22.2 // indirect
 	k8s.io/apiserver v0.22.2 // indirect
 	k8s.io/client-go v0.22.2 // indirect
 	k8s.io/component-base v0.22.2 // indirect
 	k8s.io/klog/v2 v2.9.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20210421082810-95288971da7e // indirect
+	k8s.io/kubectl v0.22.2 // indirect
 	k8s.io/utils v0.0.0-20210819203725-bdf08cb9a70a // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.0.22 // indirect
 	sigs.k8s.io/controller-runtime v0.10.3 // indirect

@@ -2,13 +2,17 @@ package admission
 
 import (
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/types"
+	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
 
 // Admitter applies cellfed's admission rules.
@@ -19,12 +23,26 @@ type Admitter struct {
 }
 
 // Mutate initialises the object of r in place: Cells and federated objects
-// get their namespace's tenant and workspace labels.
+// get their namespace's tenant and workspace labels, a v1beta1 cluster
+// selector that names no cellfed.io/ label is pinned to physical
+// clusters, and a KubeFedConfig gets KubeFed's defaults.
 func (a *Admitter) Mutate(r Request) error {
-	if r.Object == nil || r.SubResource != "" || r.Namespace == "" || !(r.isCell() || r.isFederated()) {
+	if r.Object == nil || r.SubResource != "" || (r.Operation != Create && r.Operation != Update) {
 		return nil
 	}
-	if r.Operation != Create && r.Operation != Update {
+	if r.isKubeFedConfig() {
+		if _, err := defaultKubeFedConfig(r.Object.Object); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("KubeFedConfig %s: %v", r.Name, err))
+		}
+		return nil
+	}
+	if !(r.isCell() || r.isFederated()) {
+		return nil
+	}
+	if r.isFederated() {
+		pinPhysicalSelector(r.Object.Object)
+	}
+	if r.Namespace == "" {
 		return nil
 	}
 	ns, err := a.Lookup.Namespace(r.Namespace)
@@ -75,6 +93,10 @@ func (a *Admitter) Validate(r Request) error {
 		errs, err = a.validateCell(r)
 	case r.isCluster():
 		errs = a.validateCluster(r)
+	case r.isTypeConfig():
+		errs = validateTypeConfig(r)
+	case r.isKubeFedConfig():
+		errs = validateKubeFedConfig(r)
 	default:
 		return nil
 	}
@@ -103,4 +125,39 @@ func resourceOf(r Request) schema.GroupResource { return r.Resource }
 // decodeContent converts unstructured content to a typed object.
 func decodeContent(content map[string]any, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(content, into)
+}
+
+// pinPhysicalSelector gives KubeFed's selectors their cellfed meaning: a
+// v1beta1 clusterSelector that names no cellfed.io/ label (KubeFed's
+// "all clusters" {} among them) selects physical clusters only, never the
+// per-cell clusters of any namespace, so it reaches each member once —
+// for cellfed-controller and for KubeFed's own controller alike. The pin
+// is the one conversion adds to a v1beta2 topologyType: cluster selector,
+// so the object reads back in v1beta2 as that selector. It reports
+// whether it changed the object.
+func pinPhysicalSelector(obj map[string]any) bool {
+	if obj["apiVersion"] != types.GroupName+"/"+typesv1beta1.Version {
+		return false
+	}
+	sel, ok, err := unstructured.NestedMap(obj, "spec", "placement", "clusterSelector")
+	if err != nil || !ok {
+		return false
+	}
+	if labels, ok := sel["matchLabels"].(map[string]any); ok {
+		for k := range labels {
+			if strings.HasPrefix(k, "cellfed.io/") {
+				return false
+			}
+		}
+	}
+	exprs, _ := sel["matchExpressions"].([]any)
+	for _, e := range exprs {
+		if m, ok := e.(map[string]any); ok {
+			if k, _ := m["key"].(string); strings.HasPrefix(k, "cellfed.io/") {
+				return false
+			}
+		}
+	}
+	sel["matchExpressions"] = append(exprs, map[string]any{"key": cellv1alpha1.LabelTopologyType, "operator": "DoesNotExist"})
+	return unstructured.SetNestedMap(obj, sel, "spec", "placement", "clusterSelector") == nil
 }

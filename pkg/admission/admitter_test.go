@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -40,6 +41,11 @@ type fakeLookup struct {
 	cells      map[string][]*cellv1alpha1.Cell
 	clusters   map[string]bool
 	targets    map[string]federatedtypes.Target
+	selectors  map[string][]SelectorUse
+}
+
+func (f *fakeLookup) CellSelectors(namespace string) ([]SelectorUse, error) {
+	return f.selectors[namespace], nil
 }
 
 var errBroken = errors.New("cache unavailable")
@@ -112,6 +118,8 @@ func newAdmitter() *Admitter {
 			targets: map[string]federatedtypes.Target{
 				"FederatedDeployment": {Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Namespaced: true},
 				"FederatedService":    {Group: "", Version: "v1", Kind: "Service", Plural: "services", Namespaced: true},
+				"FederatedNamespace":  {Group: "", Version: "v1", Kind: "Namespace", Plural: "namespaces", Namespaced: false},
+				"FederatedConfigMap":  {Group: "", Version: "v1", Kind: "ConfigMap", Plural: "configmaps", Namespaced: true},
 			},
 		},
 	}
@@ -156,6 +164,9 @@ func federated(version, kind, ns, meta, spec string) string {
 		s += indent(meta, 2)
 	}
 	if spec != "" {
+		if !strings.Contains(spec, "template:") {
+			spec += "\ntemplate: {}\n" // every federated object needs one
+		}
 		s += "spec:\n" + indent(spec, 2)
 	}
 	return s
@@ -299,6 +310,8 @@ func TestValidateFederatedV1beta2Placement(t *testing.T) {
 		{
 			name: "no spec at all",
 			obj:  v2(""),
+			want: invalid,
+			msgs: []string{"spec.template", "Required value", "give the Deployment to create in the members"},
 		},
 		{
 			name: "two cells on the same physical cluster",
@@ -599,12 +612,56 @@ overrides:
 		},
 		{
 			name: "allowed paths next to forbidden ones",
-			obj: withOverride(`- {path: /metadata/labels/x, value: y}
+			obj: withOverride(`- {path: /metadata/labels/x, value: "y"}
 - {path: /metadata/annotations, value: {a: b}}
 - {path: /kindness, value: 1}
 - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: A, value: B}}
 - {op: remove, path: /metadata/namespaceSelector}
 `),
+		},
+		{
+			name: "an invalid JSON-pointer escape",
+			obj:  withOverride("- {path: /data/~2, value: x}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].path", "/data/~2", "invalid JSON-pointer escape", "~1"},
+		},
+		{
+			name: "a pointer ending in a lone tilde",
+			obj:  withOverride("- {path: /data/a~, value: x}\n"),
+			want: invalid,
+			msgs: []string{"invalid JSON-pointer escape"},
+		},
+		{
+			name: "valid escapes",
+			obj:  withOverride("- {path: /metadata/annotations/example.com~1key, value: \"v\"}\n- {path: /data/a~0b, value: x}\n"),
+		},
+		{
+			name: "annotations replaced with a non-string value",
+			obj:  withOverride("- {op: add, path: /metadata/annotations, value: {replicas: 3}}\n"),
+			want: invalid,
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].value", `metadata.annotations["replicas"] must be a string`},
+		},
+		{
+			name: "an annotation given a number",
+			obj:  withOverride("- {path: /metadata/annotations/example.com~1n, value: 3}\n"),
+			want: invalid,
+			msgs: []string{`metadata.annotations["example.com/n"] must be a string`},
+		},
+		{
+			name: "annotations given a list",
+			obj:  withOverride("- {path: /metadata/annotations, value: [a]}\n"),
+			want: invalid,
+			msgs: []string{"metadata.annotations is a map of strings"},
+		},
+		{
+			name: "a label value that is not a label value",
+			obj:  withOverride("- {path: /metadata/labels/tier, value: \"not ok!\"}\n"),
+			want: invalid,
+			msgs: []string{`label "tier"`},
+		},
+		{
+			name: "removing annotations needs no value check",
+			obj:  withOverride("- {op: remove, path: /metadata/annotations}\n"),
 		},
 		{
 			name: "path not starting with a slash",
@@ -701,7 +758,7 @@ func TestValidateFederatedTemplate(t *testing.T) {
 		},
 		{
 			name: "kind not enabled: template not checked",
-			obj: federated("v1beta2", "FederatedConfigMap", "shop", "", `template:
+			obj: federated("v1beta2", "FederatedWidget", "shop", "", `template:
   apiVersion: apps/v1
   kind: Deployment
 placement:
@@ -1027,19 +1084,34 @@ func TestValidateKubeFedCluster(t *testing.T) {
 			name: "apiEndpoint not a URL",
 			obj:  kubeFedCluster("c3", "", "apiEndpoint: '://10.0.0.1'\nsecretRef: {name: c3-token}"),
 			want: invalid,
-			msgs: []string{"spec.apiEndpoint", "not a URL"},
+			msgs: []string{"spec.apiEndpoint", "use a URL such as https://10.0.0.1:6443"},
 		},
 		{
-			name: "apiEndpoint without scheme",
+			// KubeFed (and client-go) read a bare host as https://host.
+			name: "apiEndpoint without scheme is https, as in KubeFed",
 			obj:  kubeFedCluster("c3", "", "apiEndpoint: 10.0.0.1\nsecretRef: {name: c3-token}"),
+		},
+		{
+			name: "apiEndpoint with another scheme",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: ftp://10.0.0.1\nsecretRef: {name: c3-token}"),
 			want: invalid,
-			msgs: []string{"spec.apiEndpoint", "10.0.0.1", "absolute URL with scheme and host"},
+			msgs: []string{"spec.apiEndpoint", `"ftp"`, "http", "https"},
+		},
+		{
+			name: "apiEndpoint with a port out of range",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: https://10.0.0.1:70000\nsecretRef: {name: c3-token}"),
+			want: invalid,
+			msgs: []string{"spec.apiEndpoint", "between 1 and 65535"},
+		},
+		{
+			name: "disabledTLSValidations: unknown value and * with others",
+			obj:  kubeFedCluster("c3", "", "apiEndpoint: https://10.0.0.1\nsecretRef: {name: c3-token}\ndisabledTLSValidations: ['*', Everything]"),
+			want: invalid,
+			msgs: []string{"spec.disabledTLSValidations[1]", `"Everything"`, "when * is specified, it is expected to be the only option in list"},
 		},
 		{
 			name: "apiEndpoint host:port without scheme",
 			obj:  kubeFedCluster("c3", "", "apiEndpoint: api.example.com:6443\nsecretRef: {name: c3-token}"),
-			want: invalid,
-			msgs: []string{"spec.apiEndpoint", "scheme and host"},
 		},
 		{
 			name: "proxyURL without host",
@@ -1265,4 +1337,256 @@ func TestMutateThenValidate(t *testing.T) {
 	if got := obj.GetLabels()[cellv1alpha1.LabelTenant]; got != "acme" {
 		t.Errorf("tenant label = %q, want acme", got)
 	}
+}
+
+func TestPinPhysicalSelector(t *testing.T) {
+	pin := map[string]any{"key": "cellfed.io/topology-type", "operator": "DoesNotExist"}
+	tests := []struct {
+		name    string
+		version string
+		sel     map[string]any
+		want    map[string]any // nil: unchanged
+	}{
+		{"KubeFed's all clusters", "v1beta1", map[string]any{}, map[string]any{"matchExpressions": []any{pin}}},
+		{"kubefedctl federate's empty matchLabels", "v1beta1", map[string]any{"matchLabels": map[string]any{}},
+			map[string]any{"matchLabels": map[string]any{}, "matchExpressions": []any{pin}}},
+		{"a selector on clusters' own labels", "v1beta1", map[string]any{"matchExpressions": []any{map[string]any{"key": "region", "operator": "Exists"}}},
+			map[string]any{"matchExpressions": []any{map[string]any{"key": "region", "operator": "Exists"}, pin}}},
+		{"a selector pinned to cells is left as written", "v1beta1", map[string]any{"matchLabels": map[string]any{"cellfed.io/namespace": "shop"}}, nil},
+		{"a selector already pinned is left as written", "v1beta1", map[string]any{"matchExpressions": []any{pin}}, nil},
+		{"v1beta2 objects are left alone", "v1beta2", map[string]any{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := map[string]any{"apiVersion": "types.kubefed.io/" + tc.version, "spec": map[string]any{"placement": map[string]any{"clusterSelector": tc.sel}}}
+			before := runtime.DeepCopyJSON(obj)
+			changed := pinPhysicalSelector(obj)
+			got := obj["spec"].(map[string]any)["placement"].(map[string]any)["clusterSelector"]
+			switch {
+			case tc.want == nil && (changed || !reflect.DeepEqual(obj, before)):
+				t.Errorf("changed to %v", got)
+			case tc.want != nil && (!changed || !reflect.DeepEqual(got, tc.want)):
+				t.Errorf("selector = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("no selector", func(t *testing.T) {
+		obj := map[string]any{"apiVersion": "types.kubefed.io/v1beta1", "spec": map[string]any{"placement": map[string]any{"clusters": []any{}}}}
+		if pinPhysicalSelector(obj) {
+			t.Error("an object without a selector was changed")
+		}
+	})
+}
+
+func TestValidateFederatedTemplateContent(t *testing.T) {
+	big := strings.Repeat("x", MaxSpecBytes)
+	cases := []validateCase{
+		{
+			name: "a template with string labels and annotations",
+			obj:  v2("placement: {topologies: [{name: rz00a}]}\ntemplate: {metadata: {labels: {app: web}, annotations: {a: b}}}\n"),
+		},
+		{
+			name: "v1beta1 without a template",
+			obj:  federated("v1beta1", "FederatedDeployment", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+			want: invalid,
+			msgs: []string{"spec.template", "Required value"},
+		},
+		{
+			name: "a FederatedConfigMap without a template",
+			obj:  federated("v1beta1", "FederatedConfigMap", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+			want: invalid,
+			msgs: []string{"spec.template", "give the ConfigMap to create in the members"},
+		},
+		{
+			name: "a FederatedNamespace needs no template",
+			obj:  federated("v1beta1", "FederatedNamespace", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+		},
+		{
+			name: "a template annotation that is not a string",
+			obj:  v2("placement: {topologies: [{name: rz00a}]}\ntemplate: {metadata: {annotations: {count: 3}}}\n"),
+			want: invalid,
+			msgs: []string{"spec.template.metadata.annotations[count]", "must be a string"},
+		},
+		{
+			name: "a template larger than a member accepts",
+			obj:  v2("placement: {topologies: [{name: rz00a}]}\ntemplate: {metadata: {annotations: {big: " + big + "}}}\n"),
+			want: invalid,
+			msgs: []string{"spec: Too long", "1.5 MiB", "split it"},
+		},
+	}
+	runValidate(t, cases)
+}
+
+func typeConfig(name, spec string) string {
+	return "apiVersion: core.kubefed.io/v1beta1\nkind: FederatedTypeConfig\nmetadata:\n  name: " + name + "\n  namespace: " + fedNamespace + "\nspec:\n" + indent(spec, 2)
+}
+
+const goodTypeConfig = `targetType: {group: apps, version: v1, kind: Deployment, pluralName: deployments, scope: Namespaced}
+federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced}
+propagation: Enabled
+`
+
+func TestValidateFederatedTypeConfig(t *testing.T) {
+	runValidate(t, []validateCase{
+		{name: "as kubefedctl enable writes it", obj: typeConfig("deployments.apps", goodTypeConfig)},
+		{name: "a core type is named by its plural", obj: typeConfig("configmaps", `targetType: {version: v1, kind: ConfigMap, pluralName: configmaps, scope: Namespaced}
+federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedConfigMap, pluralName: federatedconfigmaps, scope: Namespaced}
+propagation: Disabled
+statusCollection: Enabled
+`)},
+		{name: "name that is not plural.group", obj: typeConfig("deployments", goodTypeConfig), want: invalid,
+			msgs: []string{"metadata.name", "TARGET_PLURAL_NAME(.TARGET_GROUP_NAME)", `"deployments.apps"`}},
+		{name: "missing target fields", obj: typeConfig("deployments.apps", `targetType: {group: apps}
+federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced}
+propagation: Enabled
+`), want: invalid, msgs: []string{"spec.targetType.version: Required", "spec.targetType.kind: Required", "spec.targetType.pluralName: Required", "spec.targetType.scope: Required"}},
+		{name: "unknown enum values", obj: typeConfig("deployments.apps", `targetType: {group: apps, version: v1, kind: Deployment, pluralName: deployments, scope: Everywhere}
+federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced}
+propagation: Sometimes
+statusCollection: Maybe
+`), want: invalid, msgs: []string{`spec.targetType.scope: Unsupported value: "Everywhere"`, `spec.propagation: Unsupported value: "Sometimes"`, `spec.statusCollection: Unsupported value: "Maybe"`}},
+		{name: "a federated group without a dot", obj: typeConfig("deployments.apps", `targetType: {group: apps, version: v1, kind: Deployment, pluralName: deployments, scope: Namespaced}
+federatedType: {group: types, version: v1beta1, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced}
+propagation: Enabled
+`), want: invalid, msgs: []string{"spec.federatedType.group", "at least one dot"}},
+		{name: "names that are not DNS labels", obj: typeConfig("Deploy_ments.apps", `targetType: {group: apps, version: V1, kind: Deploy_ment, pluralName: Deploy_ments, scope: Namespaced}
+federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced}
+propagation: Enabled
+`), want: invalid, msgs: []string{"spec.targetType.version", "spec.targetType.kind", "spec.targetType.pluralName"}},
+		{name: "status updates are not checked here", sub: "status", op: Update, obj: typeConfig("x", "{}"), old: typeConfig("x", "{}")},
+	})
+}
+
+func kubeFedConfig(spec string) string {
+	return "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedConfig\nmetadata:\n  name: kubefed\n  namespace: " + fedNamespace + "\nspec:\n" + indent(spec, 2)
+}
+
+// TestKubeFedConfigDefaults: a partial KubeFedConfig gets KubeFed's
+// defaults and is then valid; what is set stays.
+func TestKubeFedConfigDefaults(t *testing.T) {
+	a := newAdmitter()
+	obj := object(t, kubeFedConfig("scope: Cluster\nleaderElect: {leaseDuration: 30s}\nfeatureGates: [{name: RawResourceStatusCollection, configuration: Enabled}]\n"))
+	r := request(Create, "", obj, nil)
+	if err := a.Mutate(r); err != nil {
+		t.Fatalf("Mutate: %v", err)
+	}
+	if err := a.Validate(r); err != nil {
+		t.Fatalf("Validate after defaulting: %v", err)
+	}
+	want := map[string]any{
+		"scope":              "Cluster",
+		"controllerDuration": map[string]any{"availableDelay": "20s", "unavailableDelay": "1m0s", "cacheSyncTimeout": "5m0s"},
+		"leaderElect":        map[string]any{"leaseDuration": "30s", "renewDeadline": "10s", "retryPeriod": "5s", "resourceLock": "configmaps"},
+		"featureGates": []any{
+			map[string]any{"name": "PushReconciler", "configuration": "Enabled"},
+			map[string]any{"name": "RawResourceStatusCollection", "configuration": "Enabled"},
+			map[string]any{"name": "SchedulerPreferences", "configuration": "Enabled"},
+		},
+		"clusterHealthCheck": map[string]any{"period": "10s", "timeout": "3s", "failureThreshold": int64(3), "successThreshold": int64(1)},
+		"syncController":     map[string]any{"maxConcurrentReconciles": int64(1), "adoptResources": "Enabled"},
+		"statusController":   map[string]any{"maxConcurrentReconciles": int64(1)},
+	}
+	if got := obj.Object["spec"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("defaulted spec:\n got %v\nwant %v", got, want)
+	}
+	// Defaulting a complete config changes nothing.
+	again := obj.DeepCopy()
+	if err := a.Mutate(request(Update, "", again, obj)); err != nil || !reflect.DeepEqual(again.Object, obj.Object) {
+		t.Errorf("defaulting twice changed the object (err %v)", err)
+	}
+}
+
+func TestValidateKubeFedConfig(t *testing.T) {
+	full := `scope: Cluster
+controllerDuration: {availableDelay: 20s, unavailableDelay: 60s, cacheSyncTimeout: 5m}
+leaderElect: {leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 5s, resourceLock: configmaps}
+featureGates: [{name: PushReconciler, configuration: Enabled}]
+clusterHealthCheck: {period: 10s, timeout: 3s, failureThreshold: 3, successThreshold: 1}
+syncController: {maxConcurrentReconciles: 1, adoptResources: Enabled}
+statusController: {maxConcurrentReconciles: 1}
+`
+	replace := func(old, new string) string { return strings.Replace(full, old, new, 1) }
+	runValidate(t, []validateCase{
+		{name: "complete", obj: kubeFedConfig(full)},
+		{name: "partial (Validate alone: defaulting runs first in the plane)", obj: kubeFedConfig("scope: Cluster\n"), want: invalid,
+			msgs: []string{"spec.controllerDuration: Required", "spec.leaderElect: Required", "spec.clusterHealthCheck: Required"}},
+		{name: "no scope", obj: kubeFedConfig(replace("scope: Cluster", "scope: ''")), want: invalid, msgs: []string{"spec.scope: Required"}},
+		{name: "unknown scope", obj: kubeFedConfig(replace("scope: Cluster", "scope: Galaxy")), want: invalid, msgs: []string{`spec.scope: Unsupported value: "Galaxy"`}},
+		{name: "scope is immutable", op: Update, obj: kubeFedConfig(replace("scope: Cluster", "scope: Namespaced")), old: kubeFedConfig(full), want: invalid,
+			msgs: []string{"spec.scope", "immutable", "delete and recreate"}},
+		{name: "zero and negative durations", obj: kubeFedConfig(replace("availableDelay: 20s", "availableDelay: 0s")), want: invalid,
+			msgs: []string{"spec.controllerDuration.availableDelay", "greater than 0"}},
+		{name: "lease not longer than the renew deadline", obj: kubeFedConfig(replace("leaseDuration: 15s", "leaseDuration: 10s")), want: invalid,
+			msgs: []string{"leaseDuration must be greater than renewDeadline"}},
+		{name: "renew deadline not above jittered retry", obj: kubeFedConfig(replace("retryPeriod: 5s", "retryPeriod: 9s")), want: invalid,
+			msgs: []string{"renewDeadline must be greater than retryPeriod*JitterFactor(1.2)"}},
+		{name: "unknown resource lock", obj: kubeFedConfig(replace("resourceLock: configmaps", "resourceLock: leases")), want: invalid,
+			msgs: []string{`spec.leaderElect.resourceLock: Unsupported value: "leases"`}},
+		{name: "unknown and duplicate feature gates", obj: kubeFedConfig(replace("featureGates: [{name: PushReconciler, configuration: Enabled}]",
+			"featureGates: [{name: PushReconciler, configuration: Sometimes}, {name: PushReconciler, configuration: Enabled}, {name: Teleport, configuration: Enabled}]")), want: invalid,
+			msgs: []string{`spec.featureGates[0].configuration: Unsupported value: "Sometimes"`, `spec.featureGates[1].name: Duplicate value: "PushReconciler"`, `spec.featureGates[2].name: Unsupported value: "Teleport"`}},
+		{name: "thresholds and reconcilers must be positive", obj: kubeFedConfig(replace("failureThreshold: 3", "failureThreshold: 0")), want: invalid,
+			msgs: []string{"spec.clusterHealthCheck.failureThreshold", "greater than 0"}},
+		{name: "unknown adoption", obj: kubeFedConfig(replace("adoptResources: Enabled", "adoptResources: Sometimes")), want: invalid,
+			msgs: []string{`spec.syncController.adoptResources: Unsupported value: "Sometimes"`}},
+	})
+}
+
+func TestCellWarnings(t *testing.T) {
+	a := newAdmitter()
+	a.Lookup.(*fakeLookup).selectors = map[string][]SelectorUse{"shop": {
+		{Kind: "FederatedDeployment", Name: "gold", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}},
+		{Kind: "FederatedDeployment", Name: "silver", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}},
+	}}
+	cells := a.Lookup.(*fakeLookup).cells
+	gold := &cellv1alpha1.Cell{ObjectMeta: metav1.ObjectMeta{Name: "rz05a", Namespace: "shop", Labels: map[string]string{"tier": "gold"}}, Spec: cellv1alpha1.CellSpec{Cluster: "c1"}}
+	cells["shop"] = append(cells["shop"], gold)
+	defer func() { cells["shop"] = cells["shop"][:len(cells["shop"])-1] }()
+	tests := []struct {
+		name string
+		cell string
+		want []string // substrings of the one warning; nil: none
+	}{
+		{"a second gold cell on c1 warns, naming the object, both cells and the cluster",
+			cellManifest("shop", "rz06a", "c1") + "  labels: {tier: gold}\n",
+			[]string{"FederatedDeployment shop/gold", `"rz05a" and "rz06a"`, `cluster "c1"`, `only "rz05a" will be written`, "PlacementConflict"}},
+		{"a gold cell on another cluster is fine", cellManifest("shop", "rz07a", "c2") + "  labels: {tier: gold}\n", nil},
+		{"a cell the selector does not pick is fine", cellManifest("shop", "rz08a", "c1") + "  labels: {tier: bronze}\n", nil},
+		{"the cell itself being updated is not a conflict", cellManifest("shop", "rz05a", "c1") + "  labels: {tier: gold}\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := object(t, moveLabels(tc.cell))
+			got, err := a.Warnings(request(Create, "", obj, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if len(got) != 0 {
+					t.Errorf("warnings %v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("warnings %v, want one", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("warning %q lacks %q", got[0], w)
+				}
+			}
+		})
+	}
+}
+
+// moveLabels turns a cellManifest with a trailing "  labels:" line into
+// one with the labels under metadata.
+func moveLabels(m string) string {
+	i := strings.Index(m, "  labels:")
+	if i < 0 {
+		return m
+	}
+	labels := m[i:]
+	m = m[:i]
+	return strings.Replace(m, "metadata:\n", "metadata:\n"+labels, 1)
 }

@@ -20,12 +20,8 @@ func (a *Admitter) validateCluster(r Request) field.ErrorList {
 	if err := decodeContent(r.Object.Object, &c); err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
 	}
-	var errs field.ErrorList
+	errs := validateKubeFedClusterSpec(c)
 	spec := field.NewPath("spec")
-	errs = append(errs, validateURL(spec.Child("apiEndpoint"), c.Spec.APIEndpoint, true)...)
-	if c.Spec.ProxyURL != "" {
-		errs = append(errs, validateURL(spec.Child("proxyURL"), c.Spec.ProxyURL, false)...)
-	}
 	secret := spec.Child("secretRef", "name")
 	if c.Spec.SecretRef.Name == "" {
 		errs = append(errs, field.Required(secret, "name the Secret (in this namespace) whose key \"token\" holds the bearer token for the member cluster"))

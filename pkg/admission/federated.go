@@ -1,13 +1,18 @@
 package admission
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -239,10 +244,83 @@ func validateOverrides(overrides []override) field.ErrorList {
 			default:
 				errs = append(errs, field.NotSupported(path.Child("op"), op.Op, []string{"add", "remove", "replace"}))
 			}
-			errs = append(errs, validateOverridePath(path.Child("path"), op.Path)...)
+			pathErrs := validateOverridePath(path.Child("path"), op.Path)
+			errs = append(errs, pathErrs...)
+			if len(pathErrs) == 0 && op.Op != "remove" && op.Value != nil {
+				errs = append(errs, validateMetadataValue(path.Child("value"), op.Path, op.Value.Raw)...)
+			}
 		}
 	}
 	return errs
+}
+
+// validateMetadataValue checks what an override writes into a member
+// object's labels or annotations: a member stores only strings there (a
+// label value also has a syntax), and anything else would be dropped or
+// refused at the member while the plane reported success.
+func validateMetadataValue(path *field.Path, pointer string, raw []byte) field.ErrorList {
+	var which string
+	var whole bool
+	switch {
+	case pointer == "/metadata/labels" || pointer == "/metadata/annotations":
+		which, whole = strings.TrimPrefix(pointer, "/metadata/"), true
+	case strings.HasPrefix(pointer, "/metadata/labels/"):
+		which = "labels"
+	case strings.HasPrefix(pointer, "/metadata/annotations/"):
+		which = "annotations"
+	case pointer == "/metadata":
+		which = "metadata"
+	default:
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return field.ErrorList{field.Invalid(path, string(raw), "not JSON: "+err.Error())}
+	}
+	check := func(kind string, m any) field.ErrorList {
+		if m == nil {
+			return nil
+		}
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return field.ErrorList{field.Invalid(path, string(raw), fmt.Sprintf("metadata.%s is a map of strings; give an object such as {\"key\": \"value\"}", kind))}
+		}
+		var errs field.ErrorList
+		for _, k := range slices.Sorted(maps.Keys(mm)) {
+			errs = append(errs, metadataEntry(path, kind, k, mm[k])...)
+		}
+		return errs
+	}
+	switch {
+	case which == "metadata":
+		md, ok := v.(map[string]any)
+		if !ok {
+			return field.ErrorList{field.Invalid(path, string(raw), "metadata is an object")}
+		}
+		return append(check("labels", md["labels"]), check("annotations", md["annotations"])...)
+	case whole:
+		return check(which, v)
+	}
+	key := unescapePointer(pointer[strings.LastIndex(pointer, "/")+1:])
+	return metadataEntry(path, which, key, v)
+}
+
+func metadataEntry(path *field.Path, kind, key string, v any) field.ErrorList {
+	s, ok := v.(string)
+	if !ok {
+		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("metadata.%s[%q] must be a string (quote it, e.g. \"%v\"): a member keeps only strings there", kind, key, v))}
+	}
+	if kind == "labels" {
+		if msgs := validation.IsValidLabelValue(s); len(msgs) > 0 {
+			return field.ErrorList{field.Invalid(path, s, fmt.Sprintf("label %q: %s", key, strings.Join(msgs, "; ")))}
+		}
+	}
+	return nil
+}
+
+// unescapePointer decodes one JSON-pointer token (RFC 6901).
+func unescapePointer(token string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
 }
 
 func opName(op string) string {
@@ -258,6 +336,11 @@ func validateOverridePath(path *field.Path, p string) field.ErrorList {
 	}
 	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.HasSuffix(p, "/") {
 		return field.ErrorList{field.Invalid(path, p, "must be a JSON pointer such as /spec/replicas")}
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '~' && (i+1 == len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
+			return field.ErrorList{field.Invalid(path, p, "invalid JSON-pointer escape: '~' must be followed by 0 (for '~') or 1 (for '/'), e.g. /metadata/annotations/example.com~1key")}
+		}
 	}
 	for _, f := range ForbiddenOverridePaths {
 		// The path, anything below it, and anything above it (replacing
@@ -278,6 +361,31 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 	spec, _ := r.Object.Object["spec"].(map[string]any) // nil when the object has no spec
 	tmpl, _ := spec["template"].(map[string]any)
 	var errs field.ErrorList
+	if tmpl == nil && templateChanged(r) && !(t.Group == "" && t.Kind == "Namespace") {
+		// A member would get an empty object of the target kind (an
+		// empty Namespace is what a FederatedNamespace usually is).
+		errs = append(errs, field.Required(path, fmt.Sprintf("a %s propagates its template: give the %s to create in the members", r.Kind.Kind, t.Kind)))
+	}
+	if raw, err := json.Marshal(spec); err == nil && len(raw) > MaxSpecBytes && templateChanged(r) {
+		errs = append(errs, field.TooLong(field.NewPath("spec"), "", MaxSpecBytes))
+		errs[len(errs)-1].Detail = fmt.Sprintf("template and overrides take %d bytes; members store objects in etcd, whose requests are limited to 1.5 MiB, so a federated object is limited to %d bytes of spec: split it", len(raw), MaxSpecBytes)
+	}
+	if md, ok := tmpl["metadata"].(map[string]any); ok {
+		for _, kind := range []string{"labels", "annotations"} {
+			m, present := md[kind]
+			if !present || m == nil {
+				continue
+			}
+			mm, ok := m.(map[string]any)
+			if !ok {
+				errs = append(errs, field.Invalid(path.Child("metadata", kind), m, "a map of strings"))
+				continue
+			}
+			for _, k := range slices.Sorted(maps.Keys(mm)) {
+				errs = append(errs, metadataEntry(path.Child("metadata", kind).Key(k), kind, k, mm[k])...)
+			}
+		}
+	}
 	if kind, ok := tmpl["kind"].(string); ok && kind != t.Kind {
 		errs = append(errs, field.Invalid(path.Child("kind"), kind, fmt.Sprintf("a %s propagates %s objects: set kind %q or leave it out", r.Kind.Kind, t.Kind, t.Kind)))
 	}
@@ -286,6 +394,23 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 		errs = append(errs, field.Invalid(path.Child("apiVersion"), av, fmt.Sprintf("a %s propagates %s: set apiVersion %q or leave it out", r.Kind.Kind, want, want)))
 	}
 	return errs, nil
+}
+
+// MaxSpecBytes bounds a federated object's spec (template and overrides)
+// so that every member object stays below etcd's 1.5 MiB request limit
+// with room for the metadata members add.
+const MaxSpecBytes = 1 << 20
+
+// templateChanged says whether the request sets the template: every
+// create, and updates that change it. Objects admitted before a rule can
+// still get status, finalizer and label updates, and be deleted.
+func templateChanged(r Request) bool {
+	if r.Operation != Update || r.OldObject == nil {
+		return true
+	}
+	newSpec, _ := r.Object.Object["spec"].(map[string]any)
+	oldSpec, _ := r.OldObject.Object["spec"].(map[string]any)
+	return !reflect.DeepEqual(newSpec, oldSpec)
 }
 
 // validateCellsExist checks that placed cells exist in the namespace, and

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +18,7 @@ import (
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
@@ -38,12 +40,13 @@ type Informers struct {
 	cells, clusters     cache.GenericLister
 	typeConfigs         cache.GenericLister
 	synced              []cache.InformerSynced
+	client              dynamic.Interface
 }
 
 // NewInformers prepares the informers; nothing runs until Start.
 func NewInformers(client dynamic.Interface, namespaces corelisters.NamespaceLister, namespacesSynced cache.InformerSynced, federationNamespace string) *Informers {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 10*time.Minute)
-	i := &Informers{federationNamespace: federationNamespace, namespaces: namespaces, namespacesSynced: namespacesSynced, factory: f}
+	i := &Informers{federationNamespace: federationNamespace, namespaces: namespaces, namespacesSynced: namespacesSynced, factory: f, client: client}
 	for _, x := range []struct {
 		gvr    schema.GroupVersionResource
 		lister *cache.GenericLister
@@ -143,6 +146,46 @@ func (i *Informers) Target(federatedKind string) (federatedtypes.Target, bool, e
 		return federatedtypes.Target{Group: tt.Group, Version: tt.Version, Kind: tt.Kind, Plural: tt.PluralName, Namespaced: tt.Scope == "Namespaced"}, true, nil
 	}
 	return federatedtypes.Target{}, false, nil
+}
+
+// CellSelectors reads the namespace's federated objects of every enabled
+// namespaced type in v1beta2 (a list per type: it runs only when a Cell
+// is written) and returns those placing by a cell selector.
+func (i *Informers) CellSelectors(namespace string) ([]SelectorUse, error) {
+	list, err := i.typeConfigs.ByNamespace(i.federationNamespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []SelectorUse
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var ftc fedv1beta1.FederatedTypeConfig
+		if err := decodeContent(u.Object, &ftc); err != nil || ftc.Spec.FederatedType.Scope != "Namespaced" {
+			continue
+		}
+		ft := ftc.Spec.FederatedType
+		gvr := schema.GroupVersionResource{Group: ft.Group, Version: typesv1beta2.Version, Resource: ft.PluralName}
+		objs, err := i.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue // a type that is not served yet has no objects to warn about
+		}
+		for _, obj := range objs.Items {
+			var fo typesv1beta2.FederatedObject
+			if err := decodeContent(obj.Object, &fo); err != nil || fo.Spec.Placement.TopologySelector == nil {
+				continue
+			}
+			if t := fo.Spec.Placement.TopologyType; t != "" && t != typesv1beta2.TopologyCell {
+				continue
+			}
+			out = append(out, SelectorUse{Kind: ft.Kind, Name: obj.GetName(), Selector: fo.Spec.Placement.TopologySelector})
+		}
+	}
+	return out, nil
 }
 
 func toCell(o any) (*cellv1alpha1.Cell, error) {

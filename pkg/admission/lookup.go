@@ -2,6 +2,7 @@ package admission
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -21,4 +22,13 @@ type Lookup interface {
 	// Target returns the target type of a federated kind (from its
 	// FederatedTypeConfig); ok is false when the kind is not enabled.
 	Target(federatedKind string) (t federatedtypes.Target, ok bool, err error)
+	// CellSelectors lists the federated objects of namespace that place
+	// by a cell selector.
+	CellSelectors(namespace string) ([]SelectorUse, error)
+}
+
+// SelectorUse is a federated object that places by a cell selector.
+type SelectorUse struct {
+	Kind, Name string
+	Selector   *metav1.LabelSelector
 }

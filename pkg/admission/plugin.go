@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
 )
 
 // PluginName is the name of the in-process admission plugin.
@@ -91,7 +93,18 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !ok || err != nil {
 		return err
 	}
-	return p.admitter.Validate(r)
+	if err := p.admitter.Validate(r); err != nil {
+		return err
+	}
+	warnings, err := p.admitter.Warnings(r)
+	if err != nil {
+		// A warning that cannot be computed blocks nothing.
+		klog.ErrorS(err, "Computing admission warnings", "kind", r.Kind.Kind, "name", r.Name)
+	}
+	for _, w := range warnings {
+		warning.AddWarning(ctx, "", w)
+	}
+	return nil
 }
 
 // request turns attributes into a Request, when admission handles the

@@ -45,5 +45,5 @@ func (r Request) isCluster() bool   { return r.Kind.GroupKind() == clusterKind }
 
 // Handles says whether admission has rules for kind.
 func Handles(kind schema.GroupKind) bool {
-	return kind.Group == types.GroupName || kind == cellKind || kind == clusterKind
+	return kind.Group == types.GroupName || kind == cellKind || kind == clusterKind || kind == typeConfigKind || kind == kubeFedConfigKind
 }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"reflect"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 )
@@ -87,22 +89,37 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		if err := h.Admitter.Validate(r); err != nil {
 			return deny(err)
 		}
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		warnings, err := h.Admitter.Warnings(r)
+		if err != nil {
+			klog.ErrorS(err, "Computing admission warnings", "kind", r.Kind.Kind, "name", r.Name)
+		}
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
 	}
 	if r.Object == nil {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
 	before := r.Object.GetLabels()
+	selBefore, _, _ := unstructured.NestedFieldCopy(r.Object.Object, "spec", "placement", "clusterSelector")
+	specBefore := runtime.DeepCopyJSONValue(r.Object.Object["spec"])
 	if err := h.Admitter.Mutate(r); err != nil {
 		return deny(err)
 	}
-	after := r.Object.GetLabels()
-	if maps.Equal(before, after) {
+	// "add" replaces an existing member (RFC 6902), so one operation sets
+	// a whole map whether or not the object had it.
+	var ops []map[string]any
+	if after := r.Object.GetLabels(); !maps.Equal(before, after) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels", "value": after})
+	}
+	if selAfter, _, _ := unstructured.NestedFieldNoCopy(r.Object.Object, "spec", "placement", "clusterSelector"); !reflect.DeepEqual(selBefore, selAfter) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/placement/clusterSelector", "value": selAfter})
+	}
+	if r.isKubeFedConfig() && !reflect.DeepEqual(specBefore, r.Object.Object["spec"]) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec", "value": r.Object.Object["spec"]})
+	}
+	if len(ops) == 0 {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
-	// "add" replaces an existing member (RFC 6902), so one operation sets
-	// the whole label map whether or not the object had labels.
-	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/metadata/labels", "value": after}})
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return deny(apierrors.NewInternalError(err))
 	}

@@ -14,6 +14,8 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/webhook"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	"github.com/cellfed/cellfed/manifests"
 	cellfedadmission "github.com/cellfed/cellfed/pkg/admission"
@@ -71,6 +74,7 @@ func (f federationAPI) start(hookCtx genericapiserver.PostStartHookContext) erro
 		{"core CRDs", func(ctx context.Context) error { return f.installCoreCRDs(ctx, crds) }},
 		{"admission caches", f.startAdmission},
 		{"webhook settings", func(ctx context.Context) error { return f.publishWebhook(ctx, kube, crds) }},
+		{"KubeFedConfig", func(ctx context.Context) error { return f.ensureKubeFedConfig(ctx, dyn) }},
 		{"default types", func(ctx context.Context) error { return f.enableDefaultTypes(ctx, kube, clients) }},
 	}
 	for _, step := range steps {
@@ -105,6 +109,30 @@ func (f federationAPI) startAdmission(ctx context.Context) error {
 	defer cancel()
 	if !f.admission.Informers.WaitForSync(waitCtx) {
 		return fmt.Errorf("admission caches did not sync")
+	}
+	return nil
+}
+
+// kubeFedConfigs is KubeFed's configuration resource.
+var kubeFedConfigs = fedv1b1.SchemeGroupVersion.WithResource("kubefedconfigs")
+
+// ensureKubeFedConfig creates the KubeFedConfig "kubefed" KubeFed's
+// installation creates (scope Cluster; admission fills in KubeFed's
+// defaults) when there is none: KubeFed's controller-manager needs it and
+// kubefedctl join reads its scope. An existing one is never changed.
+func (f federationAPI) ensureKubeFedConfig(ctx context.Context, dyn dynamic.Interface) error {
+	cfg := &fedv1b1.KubeFedConfig{
+		TypeMeta:   metav1.TypeMeta{APIVersion: fedv1b1.SchemeGroupVersion.String(), Kind: "KubeFedConfig"},
+		ObjectMeta: metav1.ObjectMeta{Name: "kubefed", Namespace: f.namespace},
+		Spec:       fedv1b1.KubeFedConfigSpec{Scope: apiextensionsv1.ClusterScoped},
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = dyn.Resource(kubeFedConfigs).Namespace(f.namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating KubeFedConfig %s/kubefed: %w", f.namespace, err)
 	}
 	return nil
 }

@@ -69,6 +69,9 @@ type Options struct {
 	// admission connects the built-in federation admission plugin to the
 	// hook that starts its informers.
 	admission *cellfedadmission.Shared
+	// crdConversion tells the federated-CRD admission plugin where the
+	// conversion webhook is, once the server knows its address.
+	crdConversion *cellfedadmission.CRDConversion
 }
 
 // NewOptions returns the plane's defaults: RBAC, TLS with a generated CA,
@@ -79,6 +82,9 @@ func NewOptions() *Options {
 	shared := &cellfedadmission.Shared{}
 	cellfedadmission.Register(cp.Admission.GenericAdmission.Plugins, shared)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.PluginName)
+	crdConversion := &cellfedadmission.CRDConversion{}
+	cellfedadmission.RegisterCRDs(cp.Admission.GenericAdmission.Plugins, crdConversion)
+	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.CRDPluginName)
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = newTokenGetter
 	cp.Authentication.ServiceAccounts.Issuers = []string{"https://cellfed-apiserver"}
 	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
@@ -95,6 +101,7 @@ func NewOptions() *Options {
 		FederationNamespace:    federatedtypes.DefaultNamespace,
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
 		admission:              shared,
+		crdConversion:          crdConversion,
 	}
 }
 

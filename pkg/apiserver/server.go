@@ -82,6 +82,7 @@ func Run(ctx context.Context, o *Options) error {
 		admission:    o.admission,
 		webhook:      apiextensionsv1.WebhookClientConfig{URL: &whURL, CABundle: caBundle},
 	}
+	o.crdConversion.Set(fed.webhook)
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-federation-api", fed.start); err != nil {
 		return fmt.Errorf("adding federation API hook: %w", err)
 	}

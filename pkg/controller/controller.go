@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/cells"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
@@ -227,6 +229,8 @@ type typeSet struct {
 	opts     propagation.Options
 	informer cache.SharedIndexInformer
 
+	retry time.Duration // before a failed type's controller starts again
+
 	mu      sync.Mutex
 	running map[string]*runningType
 }
@@ -239,7 +243,7 @@ type runningType struct {
 
 func newTypeSet(ctx context.Context, plane dynamic.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options) *typeSet {
 	return &typeSet{
-		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts,
+		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts, retry: 5 * time.Second,
 		informer: dynamicinformer.NewFilteredDynamicInformer(plane, typeConfigs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
 		running:  map[string]*runningType{},
 	}
@@ -257,10 +261,15 @@ func (s *typeSet) run(ctx context.Context) error {
 	return nil
 }
 
-// sync starts controllers for new enabled types and stops the others.
+// sync starts controllers for new enabled types and stops the others. A
+// controller that stops on an error is marked stopped and started again
+// after a back-off.
 func (s *typeSet) sync() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return
+	}
 	want := map[string]*propagation.Type{}
 	for _, obj := range s.informer.GetStore().List() {
 		t, ok, err := propagation.TypeFor(obj.(*unstructured.Unstructured))
@@ -272,11 +281,13 @@ func (s *typeSet) sync() {
 			want[t.Name] = t
 		}
 	}
+	nsChanged := false
 	for name, r := range s.running {
 		if t := want[name]; t == nil || *t != r.typ {
 			klog.InfoS("Stopping propagation", "type", name)
 			r.cancel()
 			delete(s.running, name)
+			nsChanged = nsChanged || r.typ.IsNamespace()
 		}
 	}
 	for name, t := range want {
@@ -284,13 +295,105 @@ func (s *typeSet) sync() {
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
-		ctrl := propagation.New(t, s.opts, s.plane, s.reg, s.recorder)
-		s.running[name] = &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
+		ctrl := propagation.New(t, s.opts, propagation.Env{
+			Plane: s.plane, Clusters: s.reg, Recorder: s.recorder,
+			Namespaces: s.namespacePlacement, NamespaceChanged: s.namespaceChanged,
+		})
+		r := &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
+		s.running[name] = r
+		nsChanged = nsChanged || t.IsNamespace()
 		go func() {
-			if err := ctrl.Run(ctx); err != nil && ctx.Err() == nil {
-				klog.ErrorS(err, "Propagation stopped", "type", name)
+			err := ctrl.Run(ctx)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			klog.ErrorS(err, "Propagation stopped; restarting it", "type", name, "after", s.retry)
+			cancel()
+			s.mu.Lock()
+			if s.running[name] == r {
+				delete(s.running, name)
+			}
+			s.mu.Unlock()
+			time.AfterFunc(s.retry, s.sync)
+		}()
+	}
+	if nsChanged {
+		// The namespace rule of every namespaced type changed.
+		for _, r := range s.running {
+			go r.ctrl.ClusterChanged()
+		}
+	}
+	s.reportLocked()
+}
+
+// reportLocked writes each FederatedTypeConfig's status as KubeFed's
+// controller-manager does: observedGeneration and whether its
+// propagation controller runs (kubefedctl disable waits for NotRunning).
+// Only a change is written.
+func (s *typeSet) reportLocked() {
+	for _, obj := range s.informer.GetStore().List() {
+		u := obj.(*unstructured.Unstructured)
+		state := "NotRunning"
+		if s.running[u.GetName()] != nil {
+			state = "Running"
+		}
+		cur, _, _ := unstructured.NestedString(u.Object, "status", "propagationController")
+		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		if cur == state && gen == u.GetGeneration() {
+			continue
+		}
+		next := u.DeepCopy()
+		_ = unstructured.SetNestedField(next.Object, state, "status", "propagationController")
+		_ = unstructured.SetNestedField(next.Object, u.GetGeneration(), "status", "observedGeneration")
+		go func() {
+			_, err := s.plane.Resource(typeConfigs).Namespace(next.GetNamespace()).UpdateStatus(s.ctx, next, metav1.UpdateOptions{})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				// A conflict brings a newer object, and another sync.
+				klog.ErrorS(err, "Writing FederatedTypeConfig status", "name", next.GetName())
 			}
 		}()
+	}
+}
+
+// namespacePlacement is KubeFed's namespace placement for namespaced
+// types: only while namespaces are federated (the Namespace type runs),
+// from its controller's cache of FederatedNamespaces.
+func (s *typeSet) namespacePlacement(ns string) (*typesv1beta1.Placement, bool, error) {
+	s.mu.Lock()
+	var nsCtrl *propagation.Controller
+	for _, r := range s.running {
+		if r.typ.IsNamespace() {
+			nsCtrl = r.ctrl
+		}
+	}
+	s.mu.Unlock()
+	if nsCtrl == nil {
+		return nil, false, nil
+	}
+	obj, err := nsCtrl.FederatedNamespace(ns)
+	if err != nil || obj == nil {
+		return nil, true, err
+	}
+	p, err := propagation.PlacementOf(obj)
+	if err != nil {
+		// An unreadable FederatedNamespace federates nothing.
+		return &typesv1beta1.Placement{Clusters: []typesv1beta1.ClusterReference{}}, true, nil
+	}
+	return p, true, nil
+}
+
+// namespaceChanged requeues the namespaced objects of ns in every type.
+func (s *typeSet) namespaceChanged(ns string) {
+	s.mu.Lock()
+	ctrls := make([]*propagation.Controller, 0, len(s.running))
+	for _, r := range s.running {
+		if !r.typ.IsNamespace() && r.typ.Namespaced {
+			ctrls = append(ctrls, r.ctrl)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range ctrls {
+		c.NamespaceChanged(ns)
 	}
 }
 

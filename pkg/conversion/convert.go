@@ -31,6 +31,12 @@ import (
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 )
 
+// StatusOK is a topology's status in v1beta2 when the object was
+// propagated there. v1beta1 says it as KubeFed does, with no status at
+// all (KubeFed's ClusterPropagationOK is ""), which is what KubeFed's
+// tools wait for.
+const StatusOK = "OK"
+
 // Annotations that carry what one version cannot express.
 const (
 	// AnnotationV1beta2Spec is set on v1beta1 objects. It holds the
@@ -105,6 +111,9 @@ func toV1beta1(obj map[string]any) error {
 					cluster = clusterNameOf(ns, typ, name)
 				}
 				e["name"] = cluster
+				if e["status"] == StatusOK {
+					delete(e, "status") // KubeFed's OK is no status
+				}
 				return e
 			})
 		}
@@ -144,6 +153,9 @@ func toV1beta2(obj map[string]any) error {
 				cluster, _ := e["name"].(string)
 				e["name"] = topologyNameOf(ns, typ, cluster)
 				e["cluster"] = cluster
+				if st, _ := e["status"].(string); st == "" {
+					e["status"] = StatusOK
+				}
 				return e
 			})
 		}

@@ -95,7 +95,7 @@ func TestConvertExamples(t *testing.T) {
 				"spec":{"placement":{"clusters":[{"name":"shop.rz00a"}]},
 					"overrides":[{"clusterName":"shop.rz00a","clusterOverrides":[{"path":"/spec/replicas","value":5}]}]},
 				"status":{"observedGeneration":3,"conditions":[{"type":"Propagation","status":"True"}],
-					"clusters":[{"name":"shop.rz00a","status":"OK"}]}}`,
+					"clusters":[{"name":"shop.rz00a"}]}}`,
 		},
 		{
 			name: "placement mask is stashed",
@@ -403,7 +403,8 @@ func randomV1beta1(r *rand.Rand) map[string]any {
 	if r.IntN(2) == 0 {
 		o.Status = &typesv1beta1.Status{ObservedGeneration: 1, Conditions: []typesv1beta1.Condition{{Type: "Propagation", Status: "True"}}}
 		for i := r.IntN(3); i > 0; i-- {
-			o.Status.Clusters = append(o.Status.Clusters, typesv1beta1.ClusterStatus{Name: pickOne(r, names), Status: "OK"})
+			// KubeFed's OK is no status; v1beta2 says "OK".
+			o.Status.Clusters = append(o.Status.Clusters, typesv1beta1.ClusterStatus{Name: pickOne(r, names), Status: pickOne(r, []string{"", "ClusterNotReady"})})
 		}
 	}
 	return unstructuredOfNoT(o)

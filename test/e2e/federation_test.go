@@ -148,8 +148,12 @@ func TestFederatedObjectsInBothVersions(t *testing.T) {
 
 	t.Run("status written in v1beta1 reads by topology", func(t *testing.T) {
 		k.MustRun(t, "", "-n", "shop", "patch", fdV1beta1, "web", "--subresource=status", "--type=merge", "-p",
-			`{"status":{"observedGeneration":1,"conditions":[{"type":"Propagation","status":"True"}],"clusters":[{"name":"shop.rz01a","status":"OK"},{"name":"member2","status":"ClusterNotReady"}]}}`)
+			`{"status":{"observedGeneration":1,"conditions":[{"type":"Propagation","status":"True"}],"clusters":[{"name":"shop.rz01a"},{"name":"member2","status":"ClusterNotReady"}]}}`)
 		v2 := getJSON(t, k, "-n", "shop", "get", fdV1beta2, "web")
+		// KubeFed's OK is no status; v1beta2 spells it out.
+		if got := names(field(v2, "status", "topologies"), "status"); !reflect.DeepEqual(got, []string{"OK", "ClusterNotReady"}) {
+			t.Errorf("status.topologies statuses = %v, want [OK ClusterNotReady]", got)
+		}
 		if got := names(field(v2, "status", "topologies"), "name"); !reflect.DeepEqual(got, []string{"rz01a", "member2"}) {
 			t.Errorf("status.topologies names = %v, want [rz01a member2]", got)
 		}
@@ -259,6 +263,9 @@ spec:
 func TestAdmissionRejectsBadInput(t *testing.T) {
 	_, k := startFederationPlane(t)
 	fd := func(name, ns, spec string) string {
+		if !strings.Contains(spec, "template:") {
+			spec += "  template: {}\n" // so only the rule under test fails
+		}
 		return "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedDeployment\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n" + spec
 	}
 	tests := []struct {
@@ -291,8 +298,8 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 			"cells.core.cellfed.io -n plain c1", []string{"cells live in tenant workspaces", "kubectl label", "cellfed.io/tenant"}},
 		{"cell on a missing cluster", "apiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: c2, namespace: shop}\nspec: {cluster: member9}\n",
 			"cells.core.cellfed.io -n shop c2", []string{"spec.cluster", `KubeFedCluster "member9" does not exist`, "register the cluster first"}},
-		{"cluster endpoint not a URL", "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: member3, namespace: kube-federation-system}\nspec: {apiEndpoint: \"10.0.0.1:6443\", secretRef: {name: member-token}}\n",
-			"kubefedclusters.core.kubefed.io -n kube-federation-system member3", []string{"spec.apiEndpoint", "absolute URL"}},
+		{"cluster endpoint of another scheme", "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: member3, namespace: kube-federation-system}\nspec: {apiEndpoint: \"ftp://10.0.0.1:6443\", secretRef: {name: member-token}}\n",
+			"kubefedclusters.core.kubefed.io -n kube-federation-system member3", []string{"spec.apiEndpoint", `Unsupported value: "ftp"`, `"https"`}},
 		{"cluster without secret", "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: member4, namespace: kube-federation-system}\nspec: {apiEndpoint: \"https://10.0.0.1:6443\", secretRef: {name: \"\"}}\n",
 			"kubefedclusters.core.kubefed.io -n kube-federation-system member4", []string{"spec.secretRef.name", "Required value"}},
 		{"physical cluster posing as a cell", "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: member5, namespace: kube-federation-system, labels: {cellfed.io/topology-type: cell}}\nspec: {apiEndpoint: \"https://10.0.0.1:6443\", secretRef: {name: member-token}}\n",
@@ -317,8 +324,8 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 }
 
 // TestConversionWebhookNeedsCredentials: the built-in webhook is served on
-// the plane's port behind its authentication; an anonymous caller gets
-// nothing.
+// the plane's port behind its authentication and RBAC; an anonymous caller
+// (system:anonymous) is refused with 403, as README says.
 func TestConversionWebhookNeedsCredentials(t *testing.T) {
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec: checks only the status code
@@ -327,8 +334,8 @@ func TestConversionWebhookNeedsCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("anonymous POST to the conversion webhook: %s, want 401 or 403", resp.Status)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("anonymous POST to the conversion webhook: %s, want 403 Forbidden", resp.Status)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -136,7 +137,7 @@ func TestStandaloneWebhookOnCommunityAPIServer(t *testing.T) {
 	// The API server picks the webhook configurations up asynchronously:
 	// wait until a bad object is rejected (server-side dry run stores
 	// nothing), then check the message.
-	bad := "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedDeployment\nmetadata: {name: bad, namespace: shop}\nspec:\n  placement: {topologies: [{name: rz00a}, {name: rz01a}]}\n"
+	bad := "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedDeployment\nmetadata: {name: bad, namespace: shop}\nspec:\n  template: {}\n  placement: {topologies: [{name: rz00a}, {name: rz01a}]}\n"
 	var rejection error
 	if err := framework.Poll(ctx, 200*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
 		_, rejection = k.Run(ctx, bad, "apply", "--dry-run=server", "-f", "-")
@@ -159,5 +160,19 @@ func TestStandaloneWebhookOnCommunityAPIServer(t *testing.T) {
 	cell := getJSON(t, k, "-n", "shop", "get", "cells.core.cellfed.io", "rz00a")
 	if field(cell, "metadata", "labels", "cellfed.io/workspace") != "prod" {
 		t.Errorf("cell not labelled with its workspace: %v", field(cell, "metadata", "labels"))
+	}
+
+	// KubeFed's "all clusters" selector is pinned to physical clusters,
+	// and a partial KubeFedConfig gets KubeFed's defaults, through the
+	// webhook's patches as in the plane.
+	k.MustRun(t, "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata: {name: everywhere, namespace: shop}\nspec:\n  template: {}\n  placement: {clusterSelector: {}}\n", "apply", "-f", "-")
+	all := getJSON(t, k, "-n", "shop", "get", fdV1beta1, "everywhere")
+	if got := fmt.Sprint(field(all, "spec", "placement", "clusterSelector", "matchExpressions")); !strings.Contains(got, "cellfed.io/topology-type") || !strings.Contains(got, "DoesNotExist") {
+		t.Errorf("clusterSelector {} was not pinned to physical clusters: %v", got)
+	}
+	k.MustRun(t, "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedConfig\nmetadata: {name: kubefed, namespace: kube-federation-system}\nspec: {scope: Cluster}\n", "apply", "-f", "-")
+	kfc := getJSON(t, k, "-n", "kube-federation-system", "get", "kubefedconfigs", "kubefed")
+	if field(kfc, "spec", "leaderElect", "resourceLock") != "configmaps" || field(kfc, "spec", "syncController", "adoptResources") != "Enabled" {
+		t.Errorf("KubeFedConfig not defaulted through the webhook: %v", kfc["spec"])
 	}
 }

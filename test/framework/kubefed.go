@@ -98,6 +98,16 @@ spec:
 ` + b.String()
 }
 
+// ApplyKubeFedConfig writes the KubeFedConfig "kubefed" that KubeFed's
+// installation (its Helm chart) creates: the controller-manager needs it,
+// and `kubefedctl join` reads its scope ("Is a KubeFed control plane
+// running in this namespace?" when it is missing). gates override the
+// defaults of StartKubeFed's KubeFedOptions.FeatureGates.
+func ApplyKubeFedConfig(t testing.TB, plane *Server, gates map[string]bool) {
+	t.Helper()
+	Kubectl{Kubeconfig: plane.Kubeconfig}.MustRun(t, kubeFedConfig(gates), "apply", "-f", "-")
+}
+
 // StartKubeFed writes the KubeFedConfig the controller needs, starts
 // bin/kubefed-controller-manager against the plane with free loopback
 // ports for health and metrics (log: kubefed-controller-manager.log in the
@@ -106,8 +116,7 @@ spec:
 func StartKubeFed(t testing.TB, plane *Server, o KubeFedOptions) *KubeFedController {
 	t.Helper()
 	bin := KubeFedBinary(t)
-	k := Kubectl{Kubeconfig: plane.Kubeconfig}
-	k.MustRun(t, kubeFedConfig(o.FeatureGates), "apply", "-f", "-")
+	ApplyKubeFedConfig(t, plane, o.FeatureGates)
 
 	healthz, metrics := FreePort(t), FreePort(t)
 	args := append([]string{
@@ -143,11 +152,17 @@ func StartKubeFed(t testing.TB, plane *Server, o KubeFedOptions) *KubeFedControl
 // command that builds it when it is missing.
 func KubeFedBinary(t testing.TB) string {
 	t.Helper()
+	return kubeFedBinary(t, "kubefed-controller-manager")
+}
+
+// kubeFedBinary is bin/<name> of the binaries `make kubefed` builds.
+func kubeFedBinary(t testing.TB, name string) string {
+	t.Helper()
 	dir := os.Getenv("CELLFED_BIN_DIR")
 	if dir == "" {
 		dir = filepath.Join(RepoRoot(t), "bin")
 	}
-	bin := filepath.Join(dir, "kubefed-controller-manager")
+	bin := filepath.Join(dir, name)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run `make kubefed` first (it builds upstream KubeFed from hack/kubefed): %v", bin, err)
 	}

@@ -137,7 +137,8 @@ func StartMember(t testing.TB, name string) *Server {
 }
 
 // StartMembers starts n members in parallel, named member-0 … member-(n-1).
-func StartMembers(t testing.TB, n int) []*Server {
+// args are extra member-apiserver flags (e.g. "--token-controller").
+func StartMembers(t testing.TB, n int, args ...string) []*Server {
 	t.Helper()
 	bin := Binary(t, "member-apiserver")
 	members := make([]*Server, n)
@@ -147,7 +148,7 @@ func StartMembers(t testing.TB, n int) []*Server {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			members[i], errs[i] = startMember(t, bin, fmt.Sprintf("member-%d", i))
+			members[i], errs[i] = startMember(t, bin, fmt.Sprintf("member-%d", i), args...)
 		}()
 	}
 	wg.Wait()
@@ -161,11 +162,11 @@ func StartMembers(t testing.TB, n int) []*Server {
 
 // startMember may run off the test goroutine, so it returns errors
 // instead of failing the test.
-func startMember(t testing.TB, bin, name string) (*Server, error) {
+func startMember(t testing.TB, bin, name string, args ...string) (*Server, error) {
 	dir := t.TempDir()
 	port := FreePort(t)
 	p, err := startProcess(t, "member "+name, filepath.Join(dir, "apiserver.log"), bin,
-		"--data-dir="+dir, "--secure-port="+strconv.Itoa(port), "--v=0")
+		append([]string{"--data-dir=" + dir, "--secure-port=" + strconv.Itoa(port), "--v=0"}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,13 @@
 // a member cluster. It generates its certificates, service-account key and
 // admin kubeconfig in --data-dir on first start; all other flags go to
 // kube-apiserver unchanged.
+//
+// --token-controller also runs Kubernetes' own service-account token
+// controller (kube-controller-manager's "serviceaccount-token") in the
+// process: it fills Secrets of type kubernetes.io/service-account-token
+// with a token signed by the member's service-account key, the member's CA
+// and namespace, as a real cluster does. `kubefedctl join` (KubeFed
+// v0.10.0) creates such a Secret in the joining cluster and waits for it.
 package main
 
 import (
@@ -18,6 +25,7 @@ import (
 
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/storage"
+	_ "github.com/cellfed/cellfed/pkg/version" // a version kubectl parses, also without the Makefile's -ldflags
 )
 
 func main() {
@@ -28,12 +36,16 @@ func main() {
 }
 
 func run() error {
-	// Our two flags are taken out; everything else goes to kube-apiserver.
+	// Our flags are taken out; everything else goes to kube-apiserver.
 	var dataDir string
 	var port int
+	var tokenController bool
 	var rest []string
 	for _, a := range os.Args[1:] {
 		switch {
+		case a == "--token-controller" || a == "--token-controller=true":
+			tokenController = true
+		case a == "--token-controller=false":
 		case strings.HasPrefix(a, "--data-dir="):
 			dataDir = strings.TrimPrefix(a, "--data-dir=")
 		case strings.HasPrefix(a, "--secure-port="):
@@ -47,7 +59,7 @@ func run() error {
 		}
 	}
 	if dataDir == "" || port == 0 {
-		return fmt.Errorf("usage: member-apiserver --data-dir=DIR --secure-port=PORT [kube-apiserver flags]")
+		return fmt.Errorf("usage: member-apiserver --data-dir=DIR --secure-port=PORT [--token-controller] [kube-apiserver flags]")
 	}
 	files := pki.Files{Dir: filepath.Join(dataDir, "pki")}
 	if err := pki.Ensure(files, pki.Options{AdminUser: "member-admin"}); err != nil {
@@ -66,6 +78,15 @@ func run() error {
 	backend, err := storage.Start(ctx, so)
 	if err != nil {
 		return err
+	}
+
+	if tokenController {
+		go func() {
+			if err := runTokenController(ctx, filepath.Join(dataDir, "admin.kubeconfig"), files); err != nil {
+				fmt.Fprintf(os.Stderr, "member-apiserver: token controller: %v\n", err)
+				os.Exit(1)
+			}
+		}()
 	}
 
 	cmd := app.NewAPIServerCommand()

@@ -49,23 +49,37 @@ type Member struct {
 	successes int
 	clusters  []string
 	cancel    context.CancelFunc // stops probing
-	watched   map[schema.GroupVersionResource][]cache.ResourceEventHandler
+	watched   []*watch
 	informers *memberInformers // non-nil while ready
 }
 
 // memberInformers are one generation of a member's informers: started
-// when the member becomes ready, stopped when it stops being ready.
+// when the member becomes ready, stopped when it stops being ready. Each
+// resource has its own informer, stopped when its last handler goes.
 type memberInformers struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
-	factory dynamicinformer.DynamicSharedInformerFactory
-	byGVR   map[schema.GroupVersionResource]cache.SharedIndexInformer
+	ctx   context.Context
+	byGVR map[schema.GroupVersionResource]*resourceInformer
+}
+
+type resourceInformer struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	regs     map[*watch]cache.ResourceEventHandlerRegistration
+}
+
+// watch is one handler of one resource, registered with Registry.Watch.
+type watch struct {
+	gvr     schema.GroupVersionResource
+	handler cache.ResourceEventHandler
 }
 
 func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Member, error) {
 	cfg, err := a.RESTConfig(opts.QPS, opts.Burst, opts.RequestTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Dialer != nil {
+		cfg.Dial = opts.Dialer(a)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -83,7 +97,6 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 		discovery: disco,
 		onChange:  onChange,
 		slots:     make(chan struct{}, max(1, opts.Concurrency)),
-		watched:   map[schema.GroupVersionResource][]cache.ResourceEventHandler{},
 	}, nil
 }
 
@@ -133,15 +146,15 @@ var ErrNotSynced = errors.New("member cache not synced")
 // the member is not ready or its informer is still loading.
 func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	m.mu.Lock()
-	inf := m.informers
+	var ri *resourceInformer
+	if m.informers != nil {
+		ri = m.informers.byGVR[gvr]
+	}
 	m.mu.Unlock()
-	if inf == nil {
+	if ri == nil || !ri.informer.HasSynced() {
 		return nil, ErrNotSynced
 	}
-	i := inf.byGVR[gvr]
-	if i == nil || !i.HasSynced() {
-		return nil, ErrNotSynced
-	}
+	i := ri.informer
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
@@ -153,22 +166,73 @@ func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*
 	return obj.(*unstructured.Unstructured), nil
 }
 
-// watch adds an informer for gvr, now if the member is ready.
-func (m *Member) watch(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
+// Key identifies the member: clusters with the same key reach the same
+// member API server with the same access.
+func (m *Member) Key() string { return m.key }
+
+// watch adds an informer for w's resource, now if the member is ready.
+func (m *Member) watch(w *watch) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.watched[gvr] = append(m.watched[gvr], h)
+	m.watched = append(m.watched, w)
 	if m.informers != nil {
-		m.informers.add(gvr, h)
-		m.informers.factory.Start(m.informers.ctx.Done())
+		m.informers.add(m.Dynamic, w)
 	}
 }
 
-func (mi *memberInformers) add(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
-	i := mi.factory.ForResource(gvr).Informer()
-	mi.byGVR[gvr] = i
-	if _, err := i.AddEventHandler(h); err != nil {
-		klog.ErrorS(err, "Adding member event handler", "resource", gvr)
+// unwatch removes w's handler; an informer left with no handler stops.
+func (m *Member) unwatch(w *watch) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched = slices.DeleteFunc(m.watched, func(x *watch) bool { return x == w })
+	if m.informers != nil {
+		m.informers.remove(w)
+	}
+}
+
+func (mi *memberInformers) add(dyn dynamic.Interface, w *watch) {
+	ri := mi.byGVR[w.gvr]
+	if ri == nil {
+		ctx, cancel := context.WithCancel(mi.ctx)
+		ri = &resourceInformer{
+			informer: dynamicinformer.NewFilteredDynamicInformer(dyn, w.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+				func(o *metav1.ListOptions) { o.LabelSelector = ManagedLabel + "=true" }).Informer(),
+			cancel: cancel,
+			regs:   map[*watch]cache.ResourceEventHandlerRegistration{},
+		}
+		mi.byGVR[w.gvr] = ri
+		go ri.informer.Run(ctx.Done())
+	}
+	reg, err := ri.informer.AddEventHandler(w.handler)
+	if err != nil {
+		klog.ErrorS(err, "Adding member event handler", "resource", w.gvr)
+		return
+	}
+	ri.regs[w] = reg
+}
+
+// remove takes w's handler off its informer and stops the informer when
+// it was the last.
+func (mi *memberInformers) remove(w *watch) {
+	ri := mi.byGVR[w.gvr]
+	if ri == nil {
+		return
+	}
+	if reg, ok := ri.regs[w]; ok {
+		if err := ri.informer.RemoveEventHandler(reg); err != nil {
+			klog.ErrorS(err, "Removing member event handler", "resource", w.gvr)
+		}
+		delete(ri.regs, w)
+	}
+	if len(ri.regs) == 0 {
+		ri.cancel()
+		delete(mi.byGVR, w.gvr)
+	}
+}
+
+func (mi *memberInformers) stop() {
+	for _, ri := range mi.byGVR {
+		ri.cancel()
 	}
 }
 
@@ -193,8 +257,7 @@ func (m *Member) stop() {
 
 func (m *Member) stopInformersLocked() {
 	if m.informers != nil {
-		m.informers.cancel()
-		m.informers.factory.Shutdown()
+		m.informers.stop()
 		m.informers = nil
 	}
 }
@@ -238,19 +301,10 @@ func (m *Member) probe(ctx context.Context) {
 	m.health = h
 	changed := h != was
 	if h.Ready && m.informers == nil {
-		ictx, icancel := context.WithCancel(context.Background())
-		mi := &memberInformers{
-			ctx: ictx, cancel: icancel,
-			byGVR: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-			factory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.Dynamic, 0, metav1.NamespaceAll,
-				func(o *metav1.ListOptions) { o.LabelSelector = ManagedLabel + "=true" }),
+		mi := &memberInformers{ctx: context.Background(), byGVR: map[schema.GroupVersionResource]*resourceInformer{}}
+		for _, w := range m.watched {
+			mi.add(m.Dynamic, w)
 		}
-		for gvr, hs := range m.watched {
-			for _, h := range hs {
-				mi.add(gvr, h)
-			}
-		}
-		mi.factory.Start(ictx.Done())
 		m.informers = mi
 	} else if !h.Ready && m.informers != nil {
 		// An unready member's informers are stopped, not left retrying.

@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,7 +58,13 @@ type Options struct {
 	// Concurrency is how many requests the controller has in flight to
 	// one member at a time.
 	Concurrency int
+	// Dialer, when set, opens the connections to a member (a tunnel to
+	// a member behind NAT); nil dials the endpoint directly.
+	Dialer func(Access) DialFunc
 }
+
+// DialFunc opens a connection to a member API server.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
 // DefaultOptions are sized for hundreds of members on a small plane.
 func DefaultOptions() Options {
@@ -96,7 +104,7 @@ type Registry struct {
 	ctx       context.Context
 	clusters  map[string]*Cluster
 	members   map[string]*Member // by Access.key
-	watched   map[schema.GroupVersionResource][]cache.ResourceEventHandler
+	watched   map[schema.GroupVersionResource][]*watch
 	listeners []func()
 }
 
@@ -109,7 +117,7 @@ func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, opts Option
 		status:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-status"}),
 		clusters: map[string]*Cluster{},
 		members:  map[string]*Member{},
-		watched:  map[schema.GroupVersionResource][]cache.ResourceEventHandler{},
+		watched:  map[schema.GroupVersionResource][]*watch{},
 	}
 	r.clusterInformer = dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, opts.Namespace, nil).
 		ForResource(KubeFedClusterResource).Informer()
@@ -128,17 +136,38 @@ func (r *Registry) Subscribe(fn func()) {
 }
 
 // Watch makes every ready member run an informer on gvr (managed objects
-// only) that reports to h. It may be called at any time.
-func (r *Registry) Watch(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
+// only) that reports to h. It may be called at any time; the returned
+// function undoes it (a stopped type leaves no handler behind, and a
+// member's informer for gvr stops with its last handler).
+func (r *Registry) Watch(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) (unwatch func()) {
+	w := &watch{gvr: gvr, handler: h}
 	r.mu.Lock()
-	r.watched[gvr] = append(r.watched[gvr], h)
+	r.watched[gvr] = append(r.watched[gvr], w)
 	members := make([]*Member, 0, len(r.members))
 	for _, m := range r.members {
 		members = append(members, m)
 	}
 	r.mu.Unlock()
 	for _, m := range members {
-		m.watch(gvr, h)
+		m.watch(w)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.watched[gvr] = slices.DeleteFunc(r.watched[gvr], func(x *watch) bool { return x == w })
+			if len(r.watched[gvr]) == 0 {
+				delete(r.watched, gvr)
+			}
+			members := make([]*Member, 0, len(r.members))
+			for _, m := range r.members {
+				members = append(members, m)
+			}
+			r.mu.Unlock()
+			for _, m := range members {
+				m.unwatch(w)
+			}
+		})
 	}
 }
 
@@ -232,9 +261,9 @@ func (r *Registry) refresh() {
 					c.ConfigError = err
 				} else {
 					r.members[key] = m
-					for gvr, hs := range r.watched {
-						for _, h := range hs {
-							m.watch(gvr, h)
+					for _, ws := range r.watched {
+						for _, w := range ws {
+							m.watch(w)
 						}
 					}
 					m.start(r.ctx)

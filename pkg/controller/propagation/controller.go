@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -41,46 +40,53 @@ const (
 	StatusConfigMalformed    = "ClusterConfigMalformed"
 )
 
+// NamespaceLookup tells a namespaced type's controller what KubeFed's
+// namespace placement says about ns: rule is false when the plane does
+// not federate namespaces (member namespaces are then created on
+// demand); otherwise placement is the placement of ns's
+// FederatedNamespace, nil when ns is not federated. An error means the
+// answer is not known yet.
+type NamespaceLookup func(ns string) (placement *typesv1b1.Placement, rule bool, err error)
+
+// Env is what a type's controller works with.
+type Env struct {
+	Plane    dynamic.Interface
+	Clusters *clusters.Registry
+	Recorder record.EventRecorder
+	// Namespaces answers the namespace placement of namespaced types;
+	// nil applies no namespace rule.
+	Namespaces NamespaceLookup
+	// NamespaceChanged is told the namespace of every FederatedNamespace
+	// that changed (only the Namespace type's controller calls it).
+	NamespaceChanged func(ns string)
+}
+
 // Controller propagates the objects of one federated type.
 type Controller struct {
 	typ      *Type
+	policy   Policy
 	opts     Options
-	plane    dynamic.Interface
-	clusters *clusters.Registry
-	versions *versionStore
-	recorder record.EventRecorder
+	env      Env
+	records  *versionStore
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
-
-	// written remembers, per cluster and object, the member's generation
-	// or resourceVersion right after this controller wrote it, so an
-	// unchanged object is recognised without comparing content.
-	mu      sync.Mutex
-	written map[string]map[string]memberVersion // object key → cluster → version
-}
-
-type memberVersion struct {
-	hash       string
-	generation int64
-	rv         string
 }
 
 // New builds the controller of one type.
-func New(t *Type, opts Options, plane dynamic.Interface, reg *clusters.Registry, recorder record.EventRecorder) *Controller {
+func New(t *Type, opts Options, env Env) *Controller {
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, opts.RetryMax),
 	)
 	c := &Controller{
-		typ:      t,
-		opts:     opts,
-		plane:    plane,
-		clusters: reg,
-		versions: newVersionStore(plane, t),
-		recorder: recorder,
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
-		written:  map[string]map[string]memberVersion{},
+		typ:     t,
+		policy:  PolicyFor(t),
+		opts:    opts,
+		env:     env,
+		records: newVersionStore(env.Plane, t),
+		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 	}
-	c.informer = dynamicinformer.NewFilteredDynamicInformer(plane, t.Federated, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	return c
 }
 
@@ -89,8 +95,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("type", c.typ.Name)
 	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		c.queue.Add(key)
+		if c.typ.IsNamespace() && c.env.NamespaceChanged != nil {
+			ns, _, _ := cache.SplitMetaNamespaceKey(key)
+			c.env.NamespaceChanged(ns)
 		}
 	}
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -102,12 +114,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	// A change of a member object re-checks the federated object it
 	// belongs to (drift, deletion on the member).
-	c.clusters.Watch(c.typ.Target, cache.ResourceEventHandlerFuncs{
+	unwatch := c.env.Clusters.Watch(c.typ.Target, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueForMember,
 		UpdateFunc: func(_, obj any) { c.enqueueForMember(obj) },
 		DeleteFunc: c.enqueueForMember,
 	})
-	if err := c.versions.load(ctx); err != nil {
+	defer unwatch()
+	if err := c.records.load(ctx); err != nil {
 		return err
 	}
 	go c.informer.Run(ctx.Done())
@@ -130,12 +143,41 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
+// HasSynced reports whether the controller's cache of federated objects
+// is loaded.
+func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
+
 // ClusterChanged requeues every object of the type: clusters appeared,
 // went, changed labels or readiness.
 func (c *Controller) ClusterChanged() {
 	for _, key := range c.informer.GetStore().ListKeys() {
 		c.queue.Add(key)
 	}
+}
+
+// NamespaceChanged requeues the objects of the type in ns: its
+// FederatedNamespace changed.
+func (c *Controller) NamespaceChanged(ns string) {
+	keys, _ := c.informer.GetIndexer().IndexKeys(cache.NamespaceIndex, ns)
+	for _, key := range keys {
+		c.queue.Add(key)
+	}
+}
+
+// FederatedNamespace returns the FederatedNamespace of ns from the cache
+// of the Namespace type's controller, nil when there is none.
+func (c *Controller) FederatedNamespace(ns string) (*unstructured.Unstructured, error) {
+	if !c.typ.IsNamespace() {
+		return nil, fmt.Errorf("%s is not the Namespace type", c.typ.Name)
+	}
+	if !c.informer.HasSynced() {
+		return nil, fmt.Errorf("FederatedNamespaces are not loaded yet")
+	}
+	obj, ok, err := c.informer.GetStore().GetByKey(ns + "/" + ns)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return obj.(*unstructured.Unstructured), nil
 }
 
 // enqueueForMember queues the federated object a member object belongs
@@ -171,23 +213,26 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// reconcile brings one federated object's members in line. requeue asks
-// for a retry with back-off (a cluster failed); clusters that are not
-// ready need none: their recovery requeues everything.
+// reconcile brings one federated object's members in line: decide
+// (Plan), do (dispatch), remember (the record) and report (status).
+// requeue asks for a retry with back-off (a cluster failed); clusters
+// that are not ready need none: their recovery requeues everything.
 func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, err error) {
 	obj, exists, err := c.informer.GetStore().GetByKey(key)
 	if err != nil {
 		return false, err
 	}
 	if !exists {
-		c.forget(key)
+		c.records.forget(key)
 		return false, nil
 	}
 	fed := obj.(*unstructured.Unstructured)
-	if fed.GetDeletionTimestamp() != nil {
-		return c.finalize(ctx, key, fed)
-	}
-	if !slices.Contains(fed.GetFinalizers(), Finalizer) {
+	deleting := fed.GetDeletionTimestamp() != nil
+	switch hasFinalizer := slices.Contains(fed.GetFinalizers(), Finalizer); {
+	case deleting && !hasFinalizer:
+		c.records.forget(key)
+		return false, nil
+	case !deleting && !hasFinalizer:
 		fed = fed.DeepCopy()
 		fed.SetFinalizers(append(fed.GetFinalizers(), Finalizer))
 		updated, err := c.resource(fed.GetNamespace()).Update(ctx, fed, metav1.UpdateOptions{})
@@ -196,199 +241,230 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		}
 		fed = updated
 	}
-	spec, template, err := decodeSpec(fed)
-	if err != nil {
-		c.recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
-		return false, c.writeStatus(ctx, fed, nil, err.Error())
+	var w work
+	if !deleting {
+		if w, err = readWork(fed); err != nil {
+			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
+			return false, c.writeStatus(ctx, fed, nil, nil, failure{"InvalidObject", err.Error()})
+		}
 	}
-	selected, err := c.selectClusters(spec.Placement)
+	rec := c.records.get(key)
+	in, members, err := c.input(fed, w.spec.Placement, deleting, rec)
 	if err != nil {
-		c.recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
-		return false, c.writeStatus(ctx, fed, nil, err.Error())
+		return true, err
 	}
-	rec := c.versions.get(key)
-	plan := c.plan(fed, selected, rec)
-	retainReplicas := spec.RetainReplicas != nil && *spec.RetainReplicas
-	// Clusters without overrides get the same object: build it once (it is
-	// only read afterwards, so the members' goroutines can share it).
-	plain := sync.OnceValues(func() (desired, error) { return build(c.typ, fed, template, nil, retainReplicas) })
-	results := c.run(ctx, plan, func(ctx context.Context, a action) result {
-		if a.remove {
-			return c.ensureRemoved(ctx, fed, a)
-		}
-		d, err := plain()
-		if ops := overridesFor(spec.Overrides, a.writer); len(ops) > 0 {
-			d, err = build(c.typ, fed, template, ops, retainReplicas)
-		}
-		if err != nil {
-			return result{status: StatusCreationFailed, err: err}
-		}
-		return c.ensure(ctx, fed, a, d, retainReplicas)
-	})
-	next := newRecord(hashOf(template), hashOf(spec.Overrides))
+	decision, err := Plan(in)
+	if err != nil {
+		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
+		return false, c.writeStatus(ctx, fed, nil, nil, failure{"ComputePlacementFailed", err.Error()})
+	}
+	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
+	next := nextRecord(rec, w, in, decision.Intents, results)
 	var statuses []typesv1b1.ClusterStatus
-	for _, r := range results {
-		for _, name := range r.clusters {
-			if v, ok := recordedVersion(r, rec, name); ok {
-				next.clusters[name] = v
-			}
-			if r.report {
-				statuses = append(statuses, typesv1b1.ClusterStatus{Name: name, Status: r.status})
-			}
-		}
-		if r.retry {
+	details := map[string]string{}
+	for i, it := range decision.Intents {
+		r := results[i]
+		if r.retry || r.err != nil {
 			requeue = true
 		}
 		if r.err != nil {
-			requeue = true
-			c.recorder.Eventf(fed, corev1.EventTypeWarning, r.status, "cluster %s: %v", r.clusters[0], r.err)
+			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, r.status, "cluster %s: %v", it.Clusters[0], r.err)
+		}
+		if !it.Report && !(it.Verb != Ensure && r.status != StatusOK) {
+			continue
+		}
+		for _, name := range it.Clusters {
+			statuses = append(statuses, typesv1b1.ClusterStatus{Name: name, Status: r.status})
+			if it.Status == StatusPlacementConflict {
+				details[name] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
+			}
 		}
 	}
-	if err := c.versions.save(ctx, key, fed, next); err != nil {
+	if deleting && len(next.clusters) == 0 {
+		// Removed everywhere: forget the record and let the object go.
+		if err := c.records.delete(ctx, key, fed); err != nil {
+			return true, err
+		}
+		obj := fed.DeepCopy()
+		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == Finalizer }))
+		if _, err := c.resource(fed.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			return true, fmt.Errorf("removing finalizer: %w", err)
+		}
+		c.records.forget(key)
+		return false, nil
+	}
+	if err := c.records.save(ctx, key, fed, next); err != nil {
 		return true, err
 	}
-	return requeue, c.writeStatus(ctx, fed, statuses, "")
-}
-
-// recordedVersion is what the record should say for a cluster after r:
-// the hash now there, or, when the outcome left it unknown (not ready,
-// failed), what was recorded before. A cluster never written is not
-// recorded; the members' caches still show an object that got there.
-func recordedVersion(r result, rec *propagated, cluster string) (string, bool) {
-	if !r.keepRecord {
-		return "", false
+	var fail failure
+	if decision.NamespaceNotFederated {
+		fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
 	}
-	if r.version != "" {
-		return r.version, true
+	return requeue, c.writeStatus(ctx, fed, statuses, details, fail)
+}
+
+// work is what a federated object asks for, decoded once per reconcile.
+type work struct {
+	spec             typesv1b1.Spec
+	template         map[string]any
+	templateVersion  string
+	overridesVersion string
+	retainReplicas   bool
+}
+
+func readWork(fed *unstructured.Unstructured) (work, error) {
+	var w work
+	var err error
+	if w.spec, w.template, err = decodeSpec(fed); err != nil {
+		return w, err
 	}
-	v, ok := rec.clusters[cluster]
-	return v, ok
-}
-
-// action is the work on one member for one object: the clusters reached
-// through it (per-cell clusters of one physical cluster share a member)
-// and whether the object should be there.
-type action struct {
-	member   *clusters.Member
-	clusters []string // sorted; results are reported for each
-	writer   string   // the selected cluster whose overrides apply
-	remove   bool
-	notReady bool
-	config   error
-	report   bool // selected clusters are reported in status
-	known    bool // the record says the object was propagated here
-}
-
-type result struct {
-	clusters   []string
-	status     string
-	version    string // the hash now on the member
-	keepRecord bool   // the member may still hold the object
-	report     bool
-	retry      bool // try again with back-off, without an event
-	err        error
-}
-
-// plan decides, member by member, what to do.
-func (c *Controller) plan(fed *unstructured.Unstructured, selected map[string]bool, rec *propagated) []action {
-	type group struct {
-		member   *clusters.Member
-		selected []string
-		others   []string
+	if w.templateVersion, err = templateVersion(fed.Object); err != nil {
+		return w, fmt.Errorf("spec.template: %w", err)
 	}
-	groups := map[*clusters.Member]*group{}
-	var out []action
+	if w.overridesVersion, err = overridesVersion(fed.Object); err != nil {
+		return w, err
+	}
+	w.retainReplicas = w.spec.RetainReplicas != nil && *w.spec.RetainReplicas
+	return w, nil
+}
+
+// input gathers what Plan decides from: the clusters as the registry
+// sees them now, whether each member's cache holds the object (one look
+// per member, however many clusters share it), the namespace placement
+// and the record.
+func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.Placement, deleting bool, rec *propagated) (Input, map[string]*clusters.Member, error) {
+	in := Input{Namespace: fed.GetNamespace(), Placement: placement, Deleting: deleting, Recorded: sets.KeySet(rec.clusters)}
+	if !deleting && c.typ.Namespaced && !c.typ.IsNamespace() && c.env.Namespaces != nil {
+		p, rule, err := c.env.Namespaces(fed.GetNamespace())
+		if err != nil {
+			return in, nil, err
+		}
+		in.NamespaceRule, in.NamespacePlacement = rule, p
+	}
 	ns, name := c.typ.targetName(fed)
-	for _, cl := range c.clusters.List() {
-		if cl.Member == nil {
-			if selected[cl.Name] {
-				out = append(out, action{clusters: []string{cl.Name}, config: cl.ConfigError, report: true})
+	members := map[string]*clusters.Member{}
+	holds := map[*clusters.Member]bool{}
+	for _, cl := range c.env.Clusters.List() {
+		cand := Candidate{Name: cl.Name, Labels: cl.Labels, ConfigError: cl.ConfigError}
+		if m := cl.Member; m != nil {
+			cand.Member, cand.Ready = m.Key(), m.Ready()
+			members[cand.Member] = m
+			h, seen := holds[m]
+			if !seen && cand.Ready {
+				// A member still loading reports its objects as they
+				// load, which requeues them.
+				o, _ := m.Get(c.typ.Target, ns, name)
+				h = o != nil
+				holds[m] = h
 			}
-			continue
+			cand.Holds = h
 		}
-		g := groups[cl.Member]
-		if g == nil {
-			g = &group{member: cl.Member}
-			groups[cl.Member] = g
-		}
-		if selected[cl.Name] {
-			g.selected = append(g.selected, cl.Name)
-		} else {
-			g.others = append(g.others, cl.Name)
-		}
+		in.Candidates = append(in.Candidates, cand)
 	}
-	for _, g := range groups {
-		sort.Strings(g.selected)
-		sort.Strings(g.others)
-		ready := g.member.Ready()
-		if len(g.selected) > 0 {
-			out = append(out, action{member: g.member, clusters: g.selected, writer: g.selected[0], notReady: !ready, report: true})
-			continue
-		}
-		// Not selected here: remove what the record or the member's cache
-		// says is there.
-		var known []string
-		for _, n := range g.others {
-			if _, ok := rec.clusters[n]; ok {
-				known = append(known, n)
-			}
-		}
-		present := false
-		if ready {
-			// A member still loading reports its objects as they load,
-			// which requeues them.
-			o, _ := g.member.Get(c.typ.Target, ns, name)
-			present = o != nil
-		}
-		if len(known) == 0 && !present {
-			continue
-		}
-		if len(known) == 0 {
-			known = g.others[:1]
-		}
-		out = append(out, action{member: g.member, clusters: known, remove: true, notReady: !ready, known: true})
-	}
-	return out
+	return in, members, nil
 }
 
-// run performs the actions in parallel, one goroutine per member, each
-// bounded by the cluster timeout and the member's request slots.
-func (c *Controller) run(ctx context.Context, plan []action, do func(context.Context, action) result) []result {
-	results := make([]result, len(plan))
+// result is the outcome of one intent.
+type result struct {
+	status  string
+	version string // KubeFed's version of the member object now, when known
+	// unknown: what the member holds is not known (not ready, failed),
+	// so what the record says of it stays.
+	unknown bool
+	// present: the clusters acted on may hold the object now.
+	present bool
+	retry   bool // try again with back-off, without an event
+	err     error
+}
+
+// dispatch carries out the intents, one goroutine per member, each
+// bounded by the cluster timeout and the member's request slots. A
+// member that is down or slow delays nobody else.
+func (c *Controller) dispatch(ctx context.Context, fed *unstructured.Unstructured, w work, rec *propagated, intents []Intent, members map[string]*clusters.Member) []result {
+	results := make([]result, len(intents))
+	// Clusters without overrides get the same object: build it once (it
+	// is only read afterwards, so the members' goroutines can share it).
+	plain := sync.OnceValues(func() (desired, error) { return build(c.typ, fed, w.template, nil, w.retainReplicas) })
 	var wg sync.WaitGroup
-	for i, a := range plan {
-		switch {
-		case a.config != nil:
-			results[i] = result{clusters: a.clusters, status: StatusConfigMalformed, report: a.report}
-			continue
-		case a.notReady:
-			st := StatusClusterNotReady
-			if a.remove {
-				st = StatusWaitingForRemoval
-			}
-			results[i] = result{clusters: a.clusters, status: st, report: a.report || a.remove, keepRecord: true}
+	for i, it := range intents {
+		if it.Status != "" {
+			results[i] = result{status: it.Status, unknown: true, present: it.Verb == Remove || it.Verb == Release}
 			continue
 		}
+		m := members[it.Member]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, c.opts.ClusterTimeout)
 			defer cancel()
-			r := do(actx, a)
-			r.clusters = a.clusters
-			r.report = r.report || a.report
-			results[i] = r
+			switch it.Verb {
+			case Ensure:
+				d, err := plain()
+				if ops := overridesFor(w.spec.Overrides, it.Writer); len(ops) > 0 {
+					d, err = build(c.typ, fed, w.template, ops, w.retainReplicas)
+				}
+				if err != nil {
+					results[i] = result{status: StatusCreationFailed, err: err}
+					return
+				}
+				results[i] = c.ensure(actx, fed, m, it.Writer, d, w.retainReplicas, rec.versionFor(it.Writer, w.templateVersion, w.overridesVersion))
+			case Remove, Release:
+				results[i] = c.ensureRemoved(actx, fed, m, it.Verb == Release)
+			}
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
+// nextRecord is the record after the intents: the version now on each
+// member written, and every cluster that may still hold the object.
+func nextRecord(rec *propagated, w work, in Input, intents []Intent, results []result) *propagated {
+	next := newRecord(w.templateVersion, w.overridesVersion)
+	if in.Deleting {
+		next.templateVersion, next.overridesVersion = rec.templateVersion, rec.overridesVersion
+	}
+	carry := func(cluster string) {
+		next.clusters[cluster] = rec.versionFor(cluster, next.templateVersion, next.overridesVersion)
+	}
+	memberOf := map[string]string{}
+	for _, cand := range in.Candidates {
+		memberOf[cand.Name] = cand.Member
+	}
+	for i, it := range intents {
+		r := results[i]
+		switch {
+		case it.Status == StatusPlacementConflict:
+			continue // the member's Ensure intent speaks for it
+		case it.Verb == Ensure && r.version != "":
+			next.clusters[it.Writer] = r.version
+			continue
+		}
+		if r.unknown {
+			// Every cluster recorded on this member may still hold
+			// the object.
+			for cluster := range rec.clusters {
+				if cluster == it.Clusters[0] || (it.Member != "" && memberOf[cluster] == it.Member) {
+					carry(cluster)
+				}
+			}
+		}
+		if r.present {
+			for _, cluster := range it.Clusters {
+				if _, ok := next.clusters[cluster]; !ok {
+					carry(cluster)
+				}
+			}
+		}
+	}
+	return next
+}
+
 func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
 	if c.typ.Namespaced {
-		return c.plane.Resource(c.typ.Federated).Namespace(namespace)
+		return c.env.Plane.Resource(c.typ.Federated).Namespace(namespace)
 	}
-	return c.plane.Resource(c.typ.Federated)
+	return c.env.Plane.Resource(c.typ.Federated)
 }
 
 // targetName is the member object's namespace and name.
@@ -402,39 +478,6 @@ func (t *Type) targetName(fed *unstructured.Unstructured) (string, string) {
 	return "", fed.GetName()
 }
 
-func (c *Controller) forget(key string) {
-	c.mu.Lock()
-	delete(c.written, key)
-	c.mu.Unlock()
-	c.versions.forget(key)
-}
-
-// selectClusters is placement ∩ existing clusters.
-func (c *Controller) selectClusters(p typesv1b1.Placement) (map[string]bool, error) {
-	out := map[string]bool{}
-	if p.Clusters != nil {
-		for _, ref := range p.Clusters {
-			if c.clusters.Get(ref.Name) != nil {
-				out[ref.Name] = true
-			}
-		}
-		return out, nil
-	}
-	if p.ClusterSelector == nil {
-		return out, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(p.ClusterSelector)
-	if err != nil {
-		return nil, fmt.Errorf("placement.clusterSelector: %w", err)
-	}
-	for _, cl := range c.clusters.List() {
-		if sel.Matches(labels.Set(cl.Labels)) {
-			out[cl.Name] = true
-		}
-	}
-	return out, nil
-}
-
 func overridesFor(all []typesv1b1.Override, cluster string) []typesv1b1.ClusterOverride {
 	for _, o := range all {
 		if o.ClusterName == cluster {
@@ -442,6 +485,15 @@ func overridesFor(all []typesv1b1.Override, cluster string) []typesv1b1.ClusterO
 		}
 	}
 	return nil
+}
+
+// PlacementOf reads a federated object's placement.
+func PlacementOf(fed *unstructured.Unstructured) (*typesv1b1.Placement, error) {
+	spec, _, err := decodeSpec(fed)
+	if err != nil {
+		return nil, err
+	}
+	return &spec.Placement, nil
 }
 
 // decodeSpec reads the federated object's spec and template.

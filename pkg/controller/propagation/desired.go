@@ -146,30 +146,30 @@ func applyOverrides(obj map[string]any, ops []typesv1b1.ClusterOverride) (map[st
 }
 
 // retain merges what the member owns into the object to write over
-// existing: resourceVersion and finalizers, labels and annotations the
-// member added, Service cluster IPs and node ports, ServiceAccount
-// secrets, and replicas when retainReplicas is set.
-func retain(want *unstructured.Unstructured, existing *unstructured.Unstructured, retainReplicas bool) *unstructured.Unstructured {
+// existing: resourceVersion, finalizers and owner references, labels and
+// annotations the member added, the fields the type's policy names, and
+// replicas when retainReplicas is set.
+func retain(p Policy, want *unstructured.Unstructured, existing *unstructured.Unstructured, retainReplicas bool) *unstructured.Unstructured {
 	out := want.DeepCopy()
 	out.SetResourceVersion(existing.GetResourceVersion())
 	out.SetFinalizers(existing.GetFinalizers())
 	out.SetOwnerReferences(existing.GetOwnerReferences())
 	out.SetLabels(union(existing.GetLabels(), want.GetLabels()))
 	out.SetAnnotations(union(existing.GetAnnotations(), want.GetAnnotations()))
-	switch existing.GetKind() {
-	case "Service":
-		for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort", "ipFamilies", "ipFamilyPolicy"} {
-			if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", f); ok {
-				if _, set, _ := unstructured.NestedFieldNoCopy(out.Object, "spec", f); !set {
-					_ = unstructured.SetNestedField(out.Object, runtime.DeepCopyJSONValue(v), "spec", f)
-				}
+	for _, f := range p.RetainSpec {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", f); ok {
+			if _, set, _ := unstructured.NestedFieldNoCopy(out.Object, "spec", f); !set {
+				_ = unstructured.SetNestedField(out.Object, runtime.DeepCopyJSONValue(v), "spec", f)
 			}
 		}
+	}
+	if p.RetainNodePorts {
 		retainNodePorts(out, existing)
-	case "ServiceAccount":
-		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "secrets"); ok {
-			if _, set := out.Object["secrets"]; !set {
-				out.Object["secrets"] = runtime.DeepCopyJSONValue(v)
+	}
+	for _, f := range p.RetainTop {
+		if v, ok := existing.Object[f]; ok {
+			if _, set := out.Object[f]; !set {
+				out.Object[f] = runtime.DeepCopyJSONValue(v)
 			}
 		}
 	}

@@ -670,7 +670,9 @@ func TestRetain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, existing := u(tc.want), u(tc.existing)
 			wantBefore, existingBefore := want.DeepCopy(), existing.DeepCopy()
-			got := retain(want, existing, tc.retainReplicas)
+			gvk := want.GroupVersionKind()
+			policy := PolicyFor(&Type{Target: schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version}, TargetKind: gvk.Kind})
+			got := retain(policy, want, existing, tc.retainReplicas)
 			if !reflect.DeepEqual(got.Object, tc.expect) {
 				t.Errorf("retain:\n got %#v\nwant %#v", got.Object, tc.expect)
 			}

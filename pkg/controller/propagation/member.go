@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,113 +27,109 @@ func (c *Controller) memberResource(m *clusters.Member, namespace string) dynami
 }
 
 // ensure makes the member hold d: create it when absent, update it when
-// it differs, and nothing when it already matches.
-func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured, a action, d desired, retainReplicas bool) result {
+// it differs, and nothing when it already matches. recorded is the
+// member's version the record holds for the object as it is now.
+func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured, m *clusters.Member, cluster string, d desired, retainReplicas bool, recorded string) result {
 	ns, name := d.obj.GetNamespace(), d.obj.GetName()
-	objKey := keyOf(fed)
-	existing, err := a.member.Get(c.typ.Target, ns, name)
+	existing, err := m.Get(c.typ.Target, ns, name)
 	if err != nil {
-		return result{status: StatusClusterNotReady, keepRecord: true, retry: true}
+		return result{status: StatusClusterNotReady, unknown: true, retry: true}
 	}
 	if existing == nil {
-		return c.create(ctx, fed, a, d, retainReplicas)
+		return c.create(ctx, fed, m, cluster, d, retainReplicas)
 	}
-	if c.upToDate(a.writer, objKey, d, existing) {
-		return result{status: StatusOK, version: d.hash, keepRecord: true}
+	if upToDate(d, existing, recorded) {
+		return result{status: StatusOK, version: objectVersion(existing)}
 	}
-	return c.update(ctx, a, objKey, d, existing, retainReplicas, StatusUpdateFailed)
+	return c.update(ctx, m, d, existing, retainReplicas, StatusUpdateFailed)
 }
 
-// upToDate reports whether the member object is what d describes: the
-// hash this controller wrote is on it and, since that write, nobody
-// changed its spec (same generation; same resourceVersion for types
-// without one) — or, when this process has not written it, everything d
-// sets is there (a restarted controller rewrites nothing that is right).
-func (c *Controller) upToDate(cluster, objKey string, d desired, existing *unstructured.Unstructured) bool {
-	if existing.GetAnnotations()[HashAnnotation] != d.hash {
-		return false
-	}
-	c.mu.Lock()
-	w, ok := c.written[objKey][cluster]
-	c.mu.Unlock()
-	if ok && w.hash == d.hash {
-		if g := existing.GetGeneration(); g > 0 && g == w.generation {
-			return true
-		}
-		if existing.GetResourceVersion() == w.rv {
+// upToDate reports whether the member object is what d describes. As in
+// KubeFed, an object whose version is the recorded one is unchanged since
+// it was written — when its labels and annotations (which do not bump a
+// generation) still hold what d sets, and it carries d's hash or none (an
+// object written by KubeFed itself). Otherwise its content decides: a
+// restarted controller, or one taking over from KubeFed, rewrites nothing
+// that is right, and a member edit of a field d sets is corrected.
+func upToDate(d desired, existing *unstructured.Unstructured, recorded string) bool {
+	if recorded != "" && recorded == objectVersion(existing) {
+		h := existing.GetAnnotations()[HashAnnotation]
+		if (h == d.hash || h == "") && subset(d.obj.GetLabels(), existing.GetLabels()) &&
+			subset(withoutHash(d.obj.GetAnnotations()), existing.GetAnnotations()) {
 			return true
 		}
 	}
-	if !covers(existing.Object, d.obj.Object) {
-		return false
+	return covers(existing.Object, d.obj.Object)
+}
+
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
 	}
-	c.remember(cluster, objKey, d.hash, existing)
 	return true
 }
 
-func (c *Controller) remember(cluster, objKey, hash string, obj *unstructured.Unstructured) {
-	c.mu.Lock()
-	if c.written[objKey] == nil {
-		c.written[objKey] = map[string]memberVersion{}
-	}
-	c.written[objKey][cluster] = memberVersion{hash: hash, generation: obj.GetGeneration(), rv: obj.GetResourceVersion()}
-	c.mu.Unlock()
+func withoutHash(ann map[string]string) map[string]string {
+	out := maps.Clone(ann)
+	delete(out, HashAnnotation)
+	return out
 }
 
-func (c *Controller) create(ctx context.Context, fed *unstructured.Unstructured, a action, d desired, retainReplicas bool) result {
+func (c *Controller) create(ctx context.Context, fed *unstructured.Unstructured, m *clusters.Member, cluster string, d desired, retainReplicas bool) result {
 	ns := d.obj.GetNamespace()
-	if err := a.member.Acquire(ctx); err != nil {
-		return result{status: StatusCreationTimedOut, keepRecord: true, err: err}
+	if err := m.Acquire(ctx); err != nil {
+		return result{status: StatusCreationTimedOut, unknown: true, err: err}
 	}
-	created, err := c.memberResource(a.member, ns).Create(ctx, d.obj, metav1.CreateOptions{})
+	created, err := c.memberResource(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) && ns != "" {
 		// The namespace is missing in the member: create it, marked as
 		// ours, and try again.
-		if err = c.createNamespace(ctx, a.member, ns); err == nil {
-			created, err = c.memberResource(a.member, ns).Create(ctx, d.obj, metav1.CreateOptions{})
+		if err = c.createNamespace(ctx, m, ns); err == nil {
+			created, err = c.memberResource(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
 		}
 	}
-	a.member.Release()
+	m.Release()
 	switch {
 	case err == nil:
-		c.remember(a.writer, keyOf(fed), d.hash, created)
-		return result{status: StatusOK, version: d.hash, keepRecord: true}
+		return result{status: StatusOK, version: objectVersion(created)}
 	case apierrors.IsAlreadyExists(err):
-		return c.adopt(ctx, fed, a, d, retainReplicas)
+		return c.adopt(ctx, fed, m, cluster, d, retainReplicas)
 	case isTimeout(ctx, err):
-		return result{status: StatusCreationTimedOut, keepRecord: true, err: err}
+		return result{status: StatusCreationTimedOut, unknown: true, present: true, err: err}
 	}
-	return result{status: StatusCreationFailed, keepRecord: true, err: err}
+	return result{status: StatusCreationFailed, unknown: true, err: err}
 }
 
 // adopt handles a create that found the object already there: ours (the
 // cache was behind) is updated; one labelled managed=false is never
 // touched; any other is adopted only when adoption is on.
-func (c *Controller) adopt(ctx context.Context, fed *unstructured.Unstructured, a action, d desired, retainReplicas bool) result {
-	existing, err := c.memberResource(a.member, d.obj.GetNamespace()).Get(ctx, d.obj.GetName(), metav1.GetOptions{})
+func (c *Controller) adopt(ctx context.Context, fed *unstructured.Unstructured, m *clusters.Member, cluster string, d desired, retainReplicas bool) result {
+	existing, err := c.memberResource(m, d.obj.GetNamespace()).Get(ctx, d.obj.GetName(), metav1.GetOptions{})
 	if err != nil {
-		return result{status: StatusCreationFailed, keepRecord: true, err: fmt.Errorf("reading the existing object: %w", err)}
+		return result{status: StatusCreationFailed, unknown: true, err: fmt.Errorf("reading the existing object: %w", err)}
 	}
 	switch existing.GetLabels()[clusters.ManagedLabel] {
 	case "true":
 	case "false":
-		return result{status: StatusManagedLabelFalse, report: true}
+		return result{status: StatusManagedLabelFalse}
 	default:
 		if !c.opts.AdoptExisting {
-			return result{status: StatusAlreadyExists, retry: false}
+			return result{status: StatusAlreadyExists}
 		}
-		c.recorder.Eventf(fed, corev1.EventTypeNormal, "Adopted", "adopted the existing %s %s in cluster %s", c.typ.TargetKind, d.obj.GetName(), a.writer)
+		c.env.Recorder.Eventf(fed, corev1.EventTypeNormal, "Adopted", "adopted the existing %s %s in cluster %s", c.typ.TargetKind, d.obj.GetName(), cluster)
 	}
-	return c.update(ctx, a, keyOf(fed), d, existing, retainReplicas, StatusAlreadyExists)
+	return c.update(ctx, m, d, existing, retainReplicas, StatusAlreadyExists)
 }
 
-func (c *Controller) update(ctx context.Context, a action, objKey string, d desired, existing *unstructured.Unstructured, retainReplicas bool, failStatus string) result {
-	obj := retain(d.obj, existing, retainReplicas)
-	if err := a.member.Acquire(ctx); err != nil {
-		return result{status: StatusUpdateTimedOut, version: existing.GetAnnotations()[HashAnnotation], keepRecord: true, err: err}
+func (c *Controller) update(ctx context.Context, m *clusters.Member, d desired, existing *unstructured.Unstructured, retainReplicas bool, failStatus string) result {
+	obj := retain(c.policy, d.obj, existing, retainReplicas)
+	if err := m.Acquire(ctx); err != nil {
+		return result{status: StatusUpdateTimedOut, unknown: true, present: true, err: err}
 	}
-	updated, err := c.memberResource(a.member, obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
-	a.member.Release()
+	updated, err := c.memberResource(m, obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+	m.Release()
 	if err != nil {
 		st := failStatus
 		if isTimeout(ctx, err) {
@@ -140,35 +137,37 @@ func (c *Controller) update(ctx context.Context, a action, objKey string, d desi
 		}
 		if apierrors.IsConflict(err) {
 			// The cache was behind; its next event requeues the object.
-			return result{status: st, keepRecord: true, retry: true}
+			return result{status: st, unknown: true, present: true, retry: true}
 		}
-		return result{status: st, version: existing.GetAnnotations()[HashAnnotation], keepRecord: true, err: err}
+		return result{status: st, unknown: true, present: true, err: err}
 	}
-	c.remember(a.writer, objKey, d.hash, updated)
-	return result{status: StatusOK, version: d.hash, keepRecord: true}
+	return result{status: StatusOK, version: objectVersion(updated)}
 }
 
-// ensureRemoved deletes the member object, or with the orphan annotation
-// only takes the managed label off. Namespaces the controller did not
-// create are never deleted, only released.
-func (c *Controller) ensureRemoved(ctx context.Context, fed *unstructured.Unstructured, a action) result {
+// ensureRemoved deletes the member object, or only takes the managed
+// label off when release is set or the federated object asks for
+// orphaning. Namespaces the controller did not create are never deleted,
+// only released.
+func (c *Controller) ensureRemoved(ctx context.Context, fed *unstructured.Unstructured, m *clusters.Member, release bool) result {
 	ns, name := c.typ.targetName(fed)
-	existing, err := a.member.Get(c.typ.Target, ns, name)
+	existing, err := m.Get(c.typ.Target, ns, name)
 	if err != nil {
-		return result{status: StatusWaitingForRemoval, keepRecord: true, retry: true}
+		return result{status: StatusWaitingForRemoval, unknown: true, present: true, retry: true}
 	}
 	if existing == nil {
 		return result{status: StatusOK}
 	}
-	if err := a.member.Acquire(ctx); err != nil {
-		return result{status: StatusDeletionTimedOut, keepRecord: true, err: err}
+	if err := m.Acquire(ctx); err != nil {
+		return result{status: StatusDeletionTimedOut, unknown: true, present: true, err: err}
 	}
-	defer a.member.Release()
-	orphan := fed.GetAnnotations()[OrphanAnnotation] == "true"
+	defer m.Release()
+	if fed.GetAnnotations()[OrphanAnnotation] == "true" {
+		release = true
+	}
 	if c.typ.IsNamespace() && existing.GetAnnotations()[CreatedByAnnotation] != createdBy {
-		orphan = true
+		release = true
 	}
-	if orphan {
+	if release {
 		obj := existing.DeepCopy()
 		l := obj.GetLabels()
 		delete(l, clusters.ManagedLabel)
@@ -176,20 +175,20 @@ func (c *Controller) ensureRemoved(ctx context.Context, fed *unstructured.Unstru
 		ann := obj.GetAnnotations()
 		delete(ann, HashAnnotation)
 		obj.SetAnnotations(ann)
-		_, err = c.memberResource(a.member, ns).Update(ctx, obj, metav1.UpdateOptions{})
+		_, err = c.memberResource(m, ns).Update(ctx, obj, metav1.UpdateOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return result{status: StatusLabelRemovalFailed, keepRecord: true, err: err, retry: apierrors.IsConflict(err)}
+			return result{status: StatusLabelRemovalFailed, unknown: true, present: true, err: err, retry: apierrors.IsConflict(err)}
 		}
 		return result{status: StatusOK}
 	}
-	err = c.memberResource(a.member, ns).Delete(ctx, name, deleteOptions(fed))
+	err = c.memberResource(m, ns).Delete(ctx, name, deleteOptions(fed))
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 		return result{status: StatusOK}
 	case isTimeout(ctx, err):
-		return result{status: StatusDeletionTimedOut, keepRecord: true, err: err}
+		return result{status: StatusDeletionTimedOut, unknown: true, present: true, err: err}
 	}
-	return result{status: StatusDeletionFailed, keepRecord: true, err: err}
+	return result{status: StatusDeletionFailed, unknown: true, present: true, err: err}
 }
 
 // deleteOptions are KubeFed's kubefed.io/deleteoption annotation when
@@ -223,11 +222,4 @@ func (c *Controller) createNamespace(ctx context.Context, m *clusters.Member, na
 
 func isTimeout(ctx context.Context, err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
-}
-
-func keyOf(fed *unstructured.Unstructured) string {
-	if fed.GetNamespace() == "" {
-		return fed.GetName()
-	}
-	return fed.GetNamespace() + "/" + fed.GetName()
 }

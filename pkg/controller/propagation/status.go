@@ -14,10 +14,17 @@ import (
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
 
+// failure is a reason the whole object is not propagated as asked, with
+// KubeFed's aggregate reasons (InvalidObject, ComputePlacementFailed,
+// NamespaceNotFederated).
+type failure struct {
+	reason, message string
+}
+
 // writeStatus sets status.clusters, the Propagation condition and
-// observedGeneration, and writes them only when they changed. failure is
-// a problem with the object itself (no cluster was tried).
-func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, clusters []typesv1b1.ClusterStatus, failure string) error {
+// observedGeneration, and writes them only when they changed. details
+// explain some clusters' statuses in the condition's message.
+func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, clusters []typesv1b1.ClusterStatus, details map[string]string, fail failure) error {
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
 	var cur typesv1b1.Status
 	if raw, ok, _ := unstructured.NestedMap(fed.Object, "status"); ok {
@@ -27,12 +34,19 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	var bad []string
 	for _, cs := range clusters {
 		if cs.Status != StatusOK {
-			bad = append(bad, cs.Name+": "+cs.Status)
+			s := cs.Name + ": " + cs.Status
+			if d := details[cs.Name]; d != "" {
+				s += " (" + d + ")"
+			}
+			bad = append(bad, s)
 		}
 	}
 	switch {
-	case failure != "":
-		cond.Status, cond.Reason, cond.Message = "False", "InvalidObject", failure
+	case fail.reason != "" && len(bad) > 0:
+		cond.Status, cond.Reason = "False", fail.reason
+		cond.Message = fmt.Sprintf("%s; %d of %d clusters not propagated: %s", fail.message, len(bad), len(clusters), strings.Join(bad, ", "))
+	case fail.reason != "":
+		cond.Status, cond.Reason, cond.Message = "False", fail.reason, fail.message
 	case len(bad) > 0:
 		cond.Status, cond.Reason = "False", "CheckClusters"
 		cond.Message = fmt.Sprintf("%d of %d clusters not propagated: %s", len(bad), len(clusters), strings.Join(bad, ", "))
@@ -50,7 +64,16 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 			}
 		}
 	}
-	next := typesv1b1.Status{ObservedGeneration: fed.GetGeneration(), Conditions: []typesv1b1.Condition{cond}, Clusters: clusters}
+	// KubeFed reports a cluster that is OK with no status (its
+	// ClusterPropagationOK is ""); v1beta2 readers see "OK".
+	reported := make([]typesv1b1.ClusterStatus, len(clusters))
+	for i, cs := range clusters {
+		reported[i] = cs
+		if cs.Status == StatusOK {
+			reported[i].Status = ""
+		}
+	}
+	next := typesv1b1.Status{ObservedGeneration: fed.GetGeneration(), Conditions: []typesv1b1.Condition{cond}, Clusters: reported}
 	for _, old := range cur.Conditions {
 		if old.Type != cond.Type {
 			next.Conditions = append(next.Conditions, old)

@@ -91,6 +91,10 @@ func fedWithStatus(t *testing.T, st *typesv1b1.Status) *unstructured.Unstructure
 	return u
 }
 
+// kubefedOK is how the stored v1beta1 status says OK: KubeFed's
+// ClusterPropagationOK, no status at all.
+const kubefedOK = ""
+
 func TestWriteStatus(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	okCond := typesv1b1.Condition{Type: PropagationCondition, Status: "True", LastUpdateTime: t0, LastTransitionTime: t0}
@@ -116,7 +120,7 @@ func TestWriteStatus(t *testing.T) {
 	}{
 		{
 			name:     "identical status is not written",
-			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusOK}}},
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}, {Name: "b", Status: kubefedOK}}},
 			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK}, {Name: "a", Status: StatusOK}},
 			want:     want{write: false},
 		},
@@ -131,22 +135,22 @@ func TestWriteStatus(t *testing.T) {
 			cur:      nil,
 			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK}, {Name: "a", Status: StatusOK}},
 			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True"}, updated: true, transitioned: true,
-				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusOK}}, observedGeneration: 2},
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}, {Name: "b", Status: kubefedOK}}, observedGeneration: 2},
 		},
 		{
 			name:     "new generation keeps the condition's times",
-			cur:      &typesv1b1.Status{ObservedGeneration: 1, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}},
+			cur:      &typesv1b1.Status{ObservedGeneration: 1, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}}},
 			clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}},
 			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True"},
-				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}, observedGeneration: 2},
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}}, observedGeneration: 2},
 		},
 		{
 			name:     "a cluster failing turns the condition False with the clusters listed",
-			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}},
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}}},
 			clusters: []typesv1b1.ClusterStatus{{Name: "c", Status: StatusUpdateFailed}, {Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady}},
 			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "CheckClusters",
 				Message: "2 of 3 clusters not propagated: b: ClusterNotReady, c: UpdateFailed"}, updated: true, transitioned: true,
-				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady}, {Name: "c", Status: StatusUpdateFailed}}, observedGeneration: 2},
+				clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}, {Name: "b", Status: StatusClusterNotReady}, {Name: "c", Status: StatusUpdateFailed}}, observedGeneration: 2},
 		},
 		{
 			name: "a changed message keeps the transition time",
@@ -159,7 +163,7 @@ func TestWriteStatus(t *testing.T) {
 		},
 		{
 			name:     "a failure of the object itself",
-			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}}},
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}}},
 			failure:  "spec: bad placement",
 			clusters: nil,
 			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "InvalidObject", Message: "spec: bad placement"},
@@ -190,9 +194,13 @@ func TestWriteStatus(t *testing.T) {
 				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), fed.DeepCopy())
 			}
 			plane.ClearActions()
-			c := &Controller{typ: deploymentType, plane: plane}
+			c := &Controller{typ: deploymentType, env: Env{Plane: plane}}
 			before := time.Now().Add(-time.Second)
-			err := c.writeStatus(context.Background(), fed, tc.clusters, tc.failure)
+			var fail failure
+			if tc.failure != "" {
+				fail = failure{"InvalidObject", tc.failure}
+			}
+			err := c.writeStatus(context.Background(), fed, tc.clusters, nil, fail)
 			if err != nil {
 				t.Fatalf("writeStatus: %v", err)
 			}
@@ -258,7 +266,7 @@ func TestWriteStatus(t *testing.T) {
 			}
 			// Writing the written status again is a no-op.
 			plane.ClearActions()
-			if err := c.writeStatus(context.Background(), obj, tc.clusters, tc.failure); err != nil {
+			if err := c.writeStatus(context.Background(), obj, tc.clusters, nil, fail); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(plane.Actions()); n != 0 {

@@ -67,6 +67,33 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 	}, true, nil
 }
 
+// Policy is how member objects of one target type are written: the
+// fields a member sets on its own and that a write must keep. Later rules
+// per type (annotation propagation) belong here too.
+type Policy struct {
+	// RetainSpec are spec fields the member fills in (kept when the
+	// template leaves them unset).
+	RetainSpec []string
+	// RetainNodePorts keeps spec.ports[].nodePort the member allocated.
+	RetainNodePorts bool
+	// RetainTop are top-level fields the member fills in.
+	RetainTop []string
+}
+
+// PolicyFor is the policy of a target type. Every type keeps the
+// member's resourceVersion, finalizers, owner references and the labels
+// and annotations the member added; the rest is per kind, as KubeFed
+// retains it.
+func PolicyFor(t *Type) Policy {
+	switch {
+	case t.Target.Group == "" && t.TargetKind == "Service":
+		return Policy{RetainSpec: []string{"clusterIP", "clusterIPs", "healthCheckNodePort", "ipFamilies", "ipFamilyPolicy"}, RetainNodePorts: true}
+	case t.Target.Group == "" && t.TargetKind == "ServiceAccount":
+		return Policy{RetainTop: []string{"secrets"}}
+	}
+	return Policy{}
+}
+
 // Options tune one type's controller.
 type Options struct {
 	// Workers reconcile objects of the type in parallel.

@@ -1,8 +1,9 @@
 package propagation
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
+	"crypto/md5" //nolint:gosec // KubeFed's record format, not a security hash
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -23,10 +24,15 @@ var (
 	clusterPropagatedVersions = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "clusterpropagatedversions"}
 )
 
-// record is what was propagated for one object: KubeFed's
-// PropagatedVersion status. clusters maps every cluster that may hold the
-// object to the hash written there; it is what deletion walks, so an
-// object is removed from clusters it left while they were down.
+// propagated is the record of one object, KubeFed's PropagatedVersion
+// status: the template and override versions (KubeFed's md5 hashes of
+// spec.template and spec.overrides) and, for every cluster that may hold
+// the object, the member object's version right after the write
+// (gen:<generation>, or rv:<resourceVersion> for types without a
+// generation). A cluster's version is empty while its outcome is
+// unknown; the cluster stays listed, since deletion walks every cluster
+// of the record, so an object is removed from clusters it left while
+// they were down. KubeFed's tools and controller read the same record.
 type propagated struct {
 	templateVersion, overridesVersion string
 	clusters                          map[string]string
@@ -40,6 +46,16 @@ func newRecord(tv, ov string) *propagated {
 
 func (r *propagated) sameContent(o *propagated) bool {
 	return r.templateVersion == o.templateVersion && r.overridesVersion == o.overridesVersion && maps.Equal(r.clusters, o.clusters)
+}
+
+// versionFor is the recorded version of cluster when it still describes
+// the object as it is now (KubeFed's rule: the versions are valid only
+// while template and overrides are the recorded ones).
+func (r *propagated) versionFor(cluster, tv, ov string) string {
+	if r.templateVersion != tv || r.overridesVersion != ov {
+		return ""
+	}
+	return r.clusters[cluster]
 }
 
 // versionStore keeps the records of one type in memory and in the plane
@@ -233,12 +249,64 @@ func kindOf(gvr schema.GroupVersionResource) string {
 	return "ClusterPropagatedVersion"
 }
 
-// hashOf is a short content hash of v's JSON form.
-func hashOf(v any) string {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return ""
+// objectVersion is KubeFed's version of a member object: gen:<n> for
+// types with a generation, rv:<resourceVersion> for the others.
+func objectVersion(obj *unstructured.Unstructured) string {
+	if g := obj.GetGeneration(); g != 0 {
+		return fmt.Sprintf("gen:%d", g)
 	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:16])
+	return "rv:" + obj.GetResourceVersion()
+}
+
+// templateVersion is KubeFed's template version of a federated object:
+// the md5 of spec.template as KubeFed encodes it, "" without a template.
+func templateVersion(fed map[string]any) (string, error) {
+	tmpl, ok, err := unstructured.NestedMap(fed, "spec", "template")
+	if err != nil || !ok {
+		return "", err
+	}
+	return md5JSON(tmpl)
+}
+
+// overridesVersion is KubeFed's override version: the md5 of
+// {"overrides": spec.overrides} with KubeFed's override field order and
+// omissions, "" without a spec.
+func overridesVersion(fed map[string]any) (string, error) {
+	spec, ok := fed["spec"].(map[string]any)
+	if !ok {
+		return "", nil
+	}
+	type clusterOverride struct {
+		Op    string `json:"op,omitempty"`
+		Path  string `json:"path"`
+		Value any    `json:"value,omitempty"`
+	}
+	type item struct {
+		ClusterName      string            `json:"clusterName"`
+		ClusterOverrides []clusterOverride `json:"clusterOverrides,omitempty"`
+	}
+	// KubeFed decodes the overrides from JSON into these types (numbers
+	// become float64) before encoding them again; do the same.
+	var overrides struct {
+		Overrides []item `json:"overrides,omitempty"`
+	}
+	raw, err := json.Marshal(map[string]any{"overrides": spec["overrides"]})
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(raw, &overrides); err != nil {
+		return "", fmt.Errorf("spec.overrides: %w", err)
+	}
+	return md5JSON(map[string]any{"overrides": overrides.Overrides})
+}
+
+// md5JSON hashes v's JSON encoding as KubeFed does (encoding/json with a
+// trailing newline, as a json.Encoder writes it).
+func md5JSON(v any) (string, error) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		return "", err
+	}
+	sum := md5.Sum(buf.Bytes())
+	return hex.EncodeToString(sum[:]), nil
 }

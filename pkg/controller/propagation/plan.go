@@ -1,0 +1,284 @@
+package propagation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+)
+
+// Verb is what a plan does with the object on one member.
+type Verb string
+
+const (
+	// Ensure creates or updates the member object.
+	Ensure Verb = "ensure"
+	// Remove deletes the member object (or, when the federated object
+	// asks for orphaning, takes the managed label off).
+	Remove Verb = "remove"
+	// Release takes the managed label off and keeps the object: its
+	// namespace is no longer federated to the cluster.
+	Release Verb = "release"
+	// Leave touches nothing; Status says why.
+	Leave Verb = "leave"
+)
+
+// Statuses the plan decides without touching a member.
+const (
+	// StatusPlacementConflict: another selected cluster reaches the same
+	// member object and is the one written.
+	StatusPlacementConflict = "PlacementConflict"
+)
+
+// Candidate is one KubeFedCluster as a plan sees it.
+type Candidate struct {
+	Name   string
+	Labels map[string]string
+	// Member identifies the member API server the cluster reaches:
+	// clusters with the same Member reach the same member object (the
+	// per-cell clusters of one physical cluster). Empty when the
+	// cluster's configuration is broken (ConfigError).
+	Member      string
+	ConfigError error
+	Ready       bool
+	// Holds reports that the member's cache holds the object; known
+	// only while the member is ready.
+	Holds bool
+}
+
+// Input is everything a plan is decided from.
+type Input struct {
+	// Namespace is the federated object's namespace ("" when cluster
+	// scoped).
+	Namespace string
+	Placement typesv1b1.Placement
+	// NamespaceRule applies KubeFed's namespace placement: the object
+	// is namespaced (and not a Namespace itself) and the plane federates
+	// namespaces. Physical clusters are then selected only where the
+	// namespace's FederatedNamespace places the namespace; cells of the
+	// object's namespace imply their namespace.
+	NamespaceRule bool
+	// NamespacePlacement is the placement of the namespace's
+	// FederatedNamespace; nil when the namespace is not federated.
+	NamespacePlacement *typesv1b1.Placement
+	// Deleting plans the removal of the object everywhere.
+	Deleting bool
+	// Recorded are the clusters the propagation record says may hold
+	// the object.
+	Recorded sets.Set[string]
+	// Candidates are the KubeFedClusters that exist now.
+	Candidates []Candidate
+}
+
+// Intent is what to do on one member.
+type Intent struct {
+	Verb Verb
+	// Member is the member acted on ("" for a misconfigured cluster).
+	Member string
+	// Clusters are the clusters the intent is about, sorted: the one
+	// written (Ensure), those that may hold the object (Remove,
+	// Release), or the one left alone (Leave).
+	Clusters []string
+	// Writer is the cluster whose overrides apply (Ensure), or, for a
+	// PlacementConflict, the cluster written instead.
+	Writer string
+	// Status, when set, is the outcome already known: nothing is
+	// dispatched (the member is not ready or misconfigured, or the
+	// cluster is left alone).
+	Status string
+	// Report puts the clusters' statuses in the object's status:
+	// selected clusters always, others while something is pending.
+	Report bool
+}
+
+// Decision is a plan: the intents, one per member (plus one per
+// conflicting or misconfigured cluster), sorted by first cluster.
+type Decision struct {
+	Intents []Intent
+	// NamespaceNotFederated: the placement names clusters the object's
+	// namespace is not federated to.
+	NamespaceNotFederated bool
+}
+
+// Plan decides what every member should do with one federated object.
+// It is a pure function of its input.
+func Plan(in Input) (Decision, error) {
+	var d Decision
+	selected := sets.New[string]()
+	excluded := sets.New[string]() // placed, but the namespace is not federated there
+	if !in.Deleting {
+		var err error
+		if selected, err = selectClusters(in.Placement, in.Candidates); err != nil {
+			return d, err
+		}
+		if in.NamespaceRule {
+			allowed := sets.New[string]()
+			if in.NamespacePlacement != nil {
+				if allowed, err = selectClusters(*in.NamespacePlacement, in.Candidates); err != nil {
+					return d, fmt.Errorf("the namespace's FederatedNamespace: %w", err)
+				}
+			}
+			for name := range selected {
+				if _, ok := cellv1alpha1.CellOfNamespace(in.Namespace, name); ok || allowed.Has(name) {
+					continue
+				}
+				selected.Delete(name)
+				excluded.Insert(name)
+				if in.NamespacePlacement == nil {
+					d.NamespaceNotFederated = true
+				}
+			}
+		}
+	}
+
+	type group struct {
+		ready, holds bool
+		all          []string
+	}
+	groups := map[string]*group{}
+	var members []string
+	for _, c := range in.Candidates {
+		if c.Member == "" {
+			// A broken configuration reaches nothing: say so where the
+			// object is wanted or may still be.
+			if selected.Has(c.Name) || in.Recorded.Has(c.Name) {
+				d.Intents = append(d.Intents, Intent{Verb: Leave, Clusters: []string{c.Name}, Status: StatusConfigMalformed, Report: true})
+			}
+			continue
+		}
+		g := groups[c.Member]
+		if g == nil {
+			g = &group{ready: c.Ready}
+			groups[c.Member] = g
+			members = append(members, c.Member)
+		}
+		g.all = append(g.all, c.Name)
+		g.holds = g.holds || (c.Ready && c.Holds)
+	}
+
+	for _, m := range members {
+		g := groups[m]
+		slices.Sort(g.all)
+		var sel, excl, known []string
+		for _, n := range g.all {
+			switch {
+			case selected.Has(n):
+				sel = append(sel, n)
+			case excluded.Has(n):
+				excl = append(excl, n)
+			}
+			if in.Recorded.Has(n) {
+				known = append(known, n)
+			}
+		}
+		switch {
+		case len(sel) > 0:
+			// One member object, however many selected clusters reach
+			// it: the first in name order is written, the others are
+			// conflicts, never reported as written.
+			writer := sel[0]
+			it := Intent{Verb: Ensure, Member: m, Clusters: []string{writer}, Writer: writer, Report: true}
+			if !g.ready {
+				it.Status = StatusClusterNotReady
+			}
+			d.Intents = append(d.Intents, it)
+			for _, other := range sel[1:] {
+				d.Intents = append(d.Intents, Intent{Verb: Leave, Member: m, Clusters: []string{other}, Writer: writer, Status: StatusPlacementConflict, Report: true})
+			}
+		case len(known) == 0 && !g.holds:
+			// Nothing there and nothing wanted.
+		case len(excl) > 0:
+			it := Intent{Verb: Release, Member: m, Clusters: orFirst(known, excl)}
+			if !g.ready {
+				it.Status, it.Report = StatusWaitingForRemoval, true
+			}
+			d.Intents = append(d.Intents, it)
+		default:
+			it := Intent{Verb: Remove, Member: m, Clusters: orFirst(known, g.all)}
+			if !g.ready {
+				it.Status, it.Report = StatusWaitingForRemoval, true
+			}
+			d.Intents = append(d.Intents, it)
+		}
+	}
+	slices.SortFunc(d.Intents, func(a, b Intent) int { return strings.Compare(a.Clusters[0], b.Clusters[0]) })
+	return d, nil
+}
+
+func orFirst(list, fallback []string) []string {
+	if len(list) > 0 {
+		return list
+	}
+	return fallback[:1]
+}
+
+// selectClusters is placement ∩ existing clusters. A selector that names
+// none of cellfed's labels selects physical clusters only, never the
+// per-cell clusters of any namespace (KubeFed's "all clusters" selector
+// {} then reaches every member once).
+func selectClusters(p typesv1b1.Placement, candidates []Candidate) (sets.Set[string], error) {
+	out := sets.New[string]()
+	if p.Clusters != nil {
+		names := sets.New[string]()
+		for _, ref := range p.Clusters {
+			names.Insert(ref.Name)
+		}
+		for _, c := range candidates {
+			if names.Has(c.Name) {
+				out.Insert(c.Name)
+			}
+		}
+		return out, nil
+	}
+	if p.ClusterSelector == nil {
+		return out, nil
+	}
+	sel, err := ClusterSelector(p.ClusterSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range candidates {
+		if sel.Matches(labels.Set(c.Labels)) {
+			out.Insert(c.Name)
+		}
+	}
+	return out, nil
+}
+
+// ClusterSelector is the meaning of a placement's cluster selector: as
+// written when it names a cellfed.io/ label (it is pinned to a kind of
+// topology), otherwise restricted to physical clusters.
+func ClusterSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, fmt.Errorf("placement.clusterSelector: %w", err)
+	}
+	for _, k := range selectorKeys(ls) {
+		if strings.HasPrefix(k, "cellfed.io/") {
+			return sel, nil
+		}
+	}
+	physical, err := labels.NewRequirement(cellv1alpha1.LabelTopologyType, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sel.Add(*physical), nil
+}
+
+func selectorKeys(ls *metav1.LabelSelector) []string {
+	keys := make([]string, 0, len(ls.MatchLabels)+len(ls.MatchExpressions))
+	for k := range ls.MatchLabels {
+		keys = append(keys, k)
+	}
+	for _, e := range ls.MatchExpressions {
+		keys = append(keys, e.Key)
+	}
+	return keys
+}

@@ -382,11 +382,71 @@ placementMask:
 			msgs: []string{"spec.placementMask.topologies[0].name", `cell "rz98"`, "namespace shop"},
 		},
 		{
-			name: "placementMask on cells of one cluster is fine",
+			name: "placementMask naming an existing cell outside the placement",
 			obj: v2(`placement:
   topologies: [{name: rz00a}]
 placementMask:
   topologies: [{name: rz00a}, {name: rz00c}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placementMask.topologies[1].name", `cell "rz00c" is not in spec.placement.topologies`, "add the cell to the placement first or remove it from the mask"},
+		},
+		{
+			name: "placementMask naming a cell the selector does not select",
+			obj: v2(`placement:
+  topologySelector: {matchLabels: {region: east}}
+placementMask:
+  topologies: [{name: rz00a}, {name: rz00c}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placementMask.topologies[1].name", `cell "rz00c" is not selected by the placement's selector`},
+		},
+		{
+			name: "placementMask within a selector's cells",
+			obj: v2(`placement:
+  topologySelector: {matchLabels: {region: east}}
+placementMask:
+  topologies: [{name: rz00b}]
+`),
+		},
+		{
+			name: "an empty placementMask holds everything back",
+			obj: v2(`placement:
+  topologies: [{name: rz00a}]
+placementMask:
+  topologies: []
+`),
+		},
+		{
+			name: "placementMask of clusters within a cluster placement",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologies: [{name: c1}, {name: c2}]
+placementMask:
+  topologies: [{name: c2}]
+`),
+		},
+		{
+			name: "placementMask of clusters outside a cluster placement",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologies: [{name: c1}]
+placementMask:
+  topologies: [{name: c2}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placementMask.topologies[0].name", `cluster "c2" is not in the placement`},
+		},
+		{
+			name: "UPDATE that only narrows the mask to a placed cell",
+			op:   Update,
+			obj: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00b}]
+placementMask:
+  topologies: [{name: rz00a}]
+`),
+			old: v2(`placement:
+  topologies: [{name: rz00a}, {name: rz00b}]
 `),
 		},
 		{
@@ -783,7 +843,60 @@ placement:
 }
 
 func TestValidateFederatedV1beta1(t *testing.T) {
+	stashed := func(stash, spec string) string {
+		return federated("v1beta1", "FederatedDeployment", "shop", "annotations:\n  conversion.cellfed.io/v1beta2-spec: '"+stash+"'\n", spec)
+	}
 	runValidate(t, []validateCase{
+		{
+			name: "a stashed mask is checked as a v1beta2 mask: invalid and foreign names",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"placementMask":{"topologies":[{"name":"Bad_Name"},{"name":"rz98"}]}}`,
+				`placement:
+  clusters: [{name: shop.rz00a}]
+`),
+			want: invalid,
+			msgs: []string{`metadata.annotations[conversion.cellfed.io/v1beta2-spec].placementMask.topologies[0].name`, "Bad_Name", "DNS labels"},
+		},
+		{
+			name: "a stashed mask naming a cell that does not exist",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"placementMask":{"topologies":[{"name":"rz98"}]}}`,
+				`placement:
+  clusters: [{name: shop.rz00a}]
+`),
+			want: invalid,
+			msgs: []string{`placementMask.topologies[0].name`, `cell "rz98" does not exist`},
+		},
+		{
+			name: "a stashed cluster mask cannot name another namespace's cell",
+			obj: stashed(`{"placement":{"topologyType":"cluster","topologies":[{"name":"c1"}]},"placementMask":{"topologies":[{"name":"other-ns.rz00a"}]}}`,
+				`placement:
+  clusters: [{name: c1}]
+`),
+			want: invalid,
+			msgs: []string{`placementMask.topologies[0].name`, "other-ns.rz00a", "per-cell clusters"},
+		},
+		{
+			name: "a stashed mask outside the placement",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"placementMask":{"topologies":[{"name":"rz00b"}]}}`,
+				`placement:
+  clusters: [{name: shop.rz00a}]
+`),
+			want: invalid,
+			msgs: []string{`placementMask.topologies[0].name`, `cell "rz00b" is not in spec.placement.topologies`},
+		},
+		{
+			name: "a valid stashed mask",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"},{"name":"rz00b"}]},"placementMask":{"topologies":[{"name":"rz00a"}]}}`,
+				`placement:
+  clusters: [{name: shop.rz00a}, {name: shop.rz00b}]
+`),
+		},
+		{
+			name: "a stale stash (the placement changed since) carries no mask",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00c"}]},"placementMask":{"topologies":[{"name":"Bad_Name"}]}}`,
+				`placement:
+  clusters: [{name: shop.rz00a}]
+`),
+		},
 		{
 			name: "selector that could reach other tenants' cells",
 			obj: v1(`placement:

@@ -10,14 +10,17 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/conversion"
 )
 
 // ForbiddenOverridePaths cannot be overridden: they identify the object.
@@ -38,6 +41,7 @@ type placement struct {
 	selectorPath    *field.Path
 	selectsCells    bool // the selector is over this namespace's cells
 	mask            []name
+	maskCells       bool // the mask names cells (else clusters)
 	overrides       []override
 	errs            field.ErrorList
 }
@@ -116,6 +120,7 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 				p.mask = append(p.mask, name{t.Name, spec.Child("placementMask", "topologies").Index(i).Child("name")})
 			}
 		}
+		p.maskCells = typ == typesv1beta2.TopologyCell
 		for i, ov := range o.Spec.Overrides {
 			path := spec.Child("overrides").Index(i)
 			p.overrides = append(p.overrides, override{name{ov.TopologyName, path.Child("topologyName")}, ov.ClusterOverrides, path})
@@ -161,6 +166,7 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 		}
 		p.errs = append(p.errs, clusterNameErrors(ns, p.clusters)...)
 		p.errs = append(p.errs, clusterNameErrors(ns, names)...)
+		stashedMask(ns, content, &p)
 		p.errs = append(p.errs, duplicates(all)...)
 		p.errs = append(p.errs, duplicates(names)...)
 	default:
@@ -172,6 +178,47 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 		}
 	}
 	return p, nil
+}
+
+// stashedMask reads the placement mask a v1beta1 object carries in the
+// conversion annotation, when its v1beta2 view shows it (the stash
+// still matches the placement), and checks it as a v1beta2 mask: a
+// mask is valid however it is written.
+func stashedMask(ns string, content map[string]any, p *placement) {
+	md, _ := content["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	stash, ok := ann[conversion.AnnotationV1beta2Spec].(string)
+	if !ok {
+		return
+	}
+	spec, _ := content["spec"].(map[string]any)
+	view := map[string]any{
+		"apiVersion": types.GroupName + "/" + typesv1beta1.Version,
+		"metadata":   map[string]any{"namespace": ns, "annotations": map[string]any{conversion.AnnotationV1beta2Spec: stash}},
+		"spec":       map[string]any{},
+	}
+	for _, k := range []string{"placement", "overrides"} {
+		if v, ok := spec[k]; ok {
+			view["spec"].(map[string]any)[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	if err := conversion.Convert(view, types.GroupName+"/"+typesv1beta2.Version); err != nil {
+		return
+	}
+	var o typesv1beta2.FederatedObject
+	if err := decodeContent(view, &o); err != nil || o.Spec.PlacementMask == nil {
+		return
+	}
+	typ := o.Spec.Placement.TopologyType
+	if typ == "" {
+		typ = typesv1beta2.TopologyCell
+	}
+	path := field.NewPath("metadata", "annotations").Key(conversion.AnnotationV1beta2Spec).Child("placementMask", "topologies")
+	for i, t := range o.Spec.PlacementMask.Topologies {
+		p.mask = append(p.mask, name{t.Name, path.Index(i).Child("name")})
+	}
+	p.maskCells = typ == typesv1beta2.TopologyCell
+	validNames(p, typ, p.mask)
 }
 
 // validNames checks v1beta2 topology names and their uniqueness in each
@@ -421,8 +468,9 @@ func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (f
 	var errs field.ErrorList
 	oldCells := sets.New[string]()
 	if old != nil {
-		for _, n := range append(append([]name{}, old.cells...), old.mask...) {
-			oldCells.Insert(n.value)
+		oldCells.Insert(values(old.cells)...)
+		if old.maskCells {
+			oldCells.Insert(values(old.mask)...)
 		}
 	}
 	placed := map[string]*cellv1alpha1.Cell{}
@@ -467,8 +515,13 @@ func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (f
 			}
 		}
 	}
-	if err := check(p.mask, false); err != nil {
-		return nil, err
+	if p.maskCells {
+		if err := check(p.mask, false); err != nil {
+			return nil, err
+		}
+	}
+	if old == nil || !samePlacement(p, *old) || !slices.Equal(values(p.mask), values(old.mask)) || p.maskCells != old.maskCells {
+		errs = append(errs, maskOutsidePlacement(p, placed)...)
 	}
 	if old != nil && samePlacement(p, *old) {
 		return errs, nil
@@ -490,6 +543,40 @@ func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (f
 		byCluster[cell.Spec.Cluster] = cellName
 	}
 	return errs, nil
+}
+
+// maskOutsidePlacement rejects mask entries the placement does not
+// select: a mask only narrows a placement. placed are the cells placed
+// by name or matched by the cell selector now; a cluster mask is checked
+// against clusters placed by name (a cluster selector is evaluated by the
+// controller, which acts on placement ∩ mask whatever the mask says).
+func maskOutsidePlacement(p placement, placed map[string]*cellv1alpha1.Cell) field.ErrorList {
+	var errs field.ErrorList
+	clusters := sets.New(values(p.clusters)...)
+	for _, n := range p.mask {
+		switch {
+		case p.maskCells:
+			if _, ok := placed[n.value]; ok || !cellv1alpha1.IsDNSLabel(n.value) {
+				continue
+			}
+			what := "is not in spec.placement.topologies"
+			if p.selector != nil {
+				what = "is not selected by the placement's selector"
+			}
+			errs = append(errs, field.Invalid(n.path, n.value, fmt.Sprintf("cell %q %s: a placement mask can only name placed cells; add the cell to the placement first or remove it from the mask", n.value, what)))
+		case p.selector == nil && !clusters.Has(n.value):
+			errs = append(errs, field.Invalid(n.path, n.value, fmt.Sprintf("cluster %q is not in the placement: a placement mask can only name placed clusters; add it to the placement first or remove it from the mask", n.value)))
+		}
+	}
+	return errs
+}
+
+func values(list []name) []string {
+	out := make([]string, len(list))
+	for i, n := range list {
+		out[i] = n.value
+	}
+	return out
 }
 
 func samePlacement(a, b placement) bool {

@@ -86,6 +86,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Propagation.Workers, "workers", o.Propagation.Workers, "objects of one federated type reconciled in parallel")
 	fs.BoolVar(&o.Propagation.AdoptExisting, "adopt-existing", o.Propagation.AdoptExisting, "adopt member objects that exist without the managed label (false: report AlreadyExists and leave them)")
 	fs.DurationVar(&o.Propagation.ClusterTimeout, "cluster-timeout", o.Propagation.ClusterTimeout, "time allowed for the work on one cluster for one object")
+	fs.DurationVar(&o.Propagation.StatusInterval, "status-interval", o.Propagation.StatusInterval, "least time between two status writes of one federated object: member status changes within it are written together (0 writes every change)")
 	fs.IntVar(&o.Clusters.Concurrency, "cluster-concurrency", o.Clusters.Concurrency, "requests in flight to one member cluster at a time")
 	fs.Float32Var(&o.Clusters.QPS, "member-qps", o.Clusters.QPS, "request rate limit of each member cluster's client")
 	fs.IntVar(&o.Clusters.Burst, "member-burst", o.Clusters.Burst, "request burst of each member cluster's client")

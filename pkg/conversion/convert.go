@@ -523,3 +523,37 @@ func setAnnotation(obj map[string]any, key string, value map[string]any) {
 	}
 	ann[key] = string(b)
 }
+
+// PlacementMask returns the placement mask of a federated object in
+// either version as KubeFedCluster names: read from spec.placementMask in
+// v1beta2, and in v1beta1 from the stash, exactly when the object's
+// v1beta2 view would show it (a stash the placement no longer matches
+// is ignored, as conversion ignores it). ok is false when there is no
+// mask; a mask with no topologies is a mask that holds everything back.
+func PlacementMask(obj map[string]any) (clusters []string, ok bool) {
+	ns := namespaceOf(obj)
+	spec, _ := obj["spec"].(map[string]any)
+	var v2 map[string]any
+	switch apiVersion, _ := obj["apiVersion"].(string); apiVersion {
+	case apiVersionV1beta2:
+		v2 = spec
+	case apiVersionV1beta1:
+		restored, found := fromStash(obj, AnnotationV1beta2Spec)
+		if !found || !reflect.DeepEqual(toV1beta1Spec(ns, restored), pick(spec, specKeysV1beta1)) {
+			return nil, false
+		}
+		v2 = restored
+	default:
+		return nil, false
+	}
+	mask, found := v2["placementMask"].(map[string]any)
+	if !found {
+		return nil, false
+	}
+	typ := topologyTypeOf(v2)
+	clusters = []string{}
+	forEachName(mask["topologies"], "name", func(n string) {
+		clusters = append(clusters, clusterNameOf(ns, typ, n))
+	})
+	return clusters, true
+}

@@ -72,7 +72,7 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 					Storage:                  StorageVersion == typesv1beta1.Version,
 					Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: v1beta1Schema(template)},
 					Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-					AdditionalPrinterColumns: printerColumns(".spec.placement.clusters", "Clusters"),
+					AdditionalPrinterColumns: printerColumns(t, ".spec.placement.clusters", "Clusters"),
 				},
 				{
 					Name:         typesv1beta2.Version,
@@ -82,7 +82,7 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 					Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 					AdditionalPrinterColumns: append([]apiextensionsv1.CustomResourceColumnDefinition{
 						{Name: "Topology", Type: "string", JSONPath: ".spec.placement.topologyType"},
-					}, printerColumns(".spec.placement.topologies", "Topologies")...),
+					}, printerColumns(t, ".spec.placement.topologies", "Topologies")...),
 				},
 			},
 		},
@@ -99,13 +99,32 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 	return crd
 }
 
-func printerColumns(placementPath, placementName string) []apiextensionsv1.CustomResourceColumnDefinition {
-	return []apiextensionsv1.CustomResourceColumnDefinition{
+// printerColumns are what kubectl get shows: the placement, how many
+// placed topologies run the current generation, for workloads how many
+// are ready, and the Propagation condition.
+func printerColumns(t Target, placementPath, placementName string) []apiextensionsv1.CustomResourceColumnDefinition {
+	cols := []apiextensionsv1.CustomResourceColumnDefinition{
 		{Name: placementName, Type: "string", JSONPath: placementPath},
-		{Name: "Propagation", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].status`},
-		{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].reason`, Priority: 1},
-		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 	}
+	if t.Workload() {
+		cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Ready", Type: "string", JSONPath: ".status.ready"})
+	}
+	return append(cols,
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Propagated", Type: "string", JSONPath: ".status.propagated"},
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Propagation", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].status`},
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].reason`, Priority: 1},
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+	)
+}
+
+// Workload reports whether the target has a well-known readiness
+// (Deployment, StatefulSet, DaemonSet, Job).
+func (t Target) Workload() bool {
+	switch t.Group + "/" + t.Kind {
+	case "apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "batch/Job":
+		return true
+	}
+	return false
 }
 
 // Schemas. Both versions share the template, the override operations and
@@ -168,6 +187,8 @@ func conditions() apiextensionsv1.JSONSchemaProps {
 func statusEntries(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
 	props["name"] = str()
 	props["status"] = str()
+	props["generation"] = apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
+	props["ready"] = apiextensionsv1.JSONSchemaProps{Type: "boolean"}
 	props["remoteStatus"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
 	return array(object(props, "name"))
 }
@@ -207,6 +228,8 @@ func v1beta1Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 			"observedGeneration": {Type: "integer", Format: "int64"},
 			"conditions":         conditions(),
 			"clusters":           statusEntries(map[string]apiextensionsv1.JSONSchemaProps{}),
+			"propagated":         str(),
+			"ready":              str(),
 		}),
 	)
 }
@@ -235,6 +258,8 @@ func v1beta2Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 			"observedGeneration": {Type: "integer", Format: "int64"},
 			"conditions":         conditions(),
 			"topologies":         statusEntries(map[string]apiextensionsv1.JSONSchemaProps{"cluster": str()}),
+			"propagated":         str(),
+			"ready":              str(),
 		}),
 	)
 }

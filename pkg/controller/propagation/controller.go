@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/conversion"
 )
 
 // Per-cluster propagation states, as KubeFed reports them.
@@ -70,6 +72,8 @@ type Controller struct {
 	records  *versionStore
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
+	// statusWrites spaces each object's status writes.
+	statusWrites *writeLimiter
 }
 
 // New builds the controller of one type.
@@ -84,6 +88,8 @@ func New(t *Type, opts Options, env Env) *Controller {
 		env:     env,
 		records: newVersionStore(env.Plane, t),
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
+
+		statusWrites: newWriteLimiter(opts.StatusInterval),
 	}
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
@@ -245,23 +251,28 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if !deleting {
 		if w, err = readWork(fed); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
-			return false, c.writeStatus(ctx, fed, nil, nil, failure{"InvalidObject", err.Error()})
+			return false, c.writeStatus(ctx, fed, report{fail: failure{"InvalidObject", err.Error()}})
 		}
 	}
 	rec := c.records.get(key)
 	in, members, err := c.input(fed, w.spec.Placement, deleting, rec)
+	in.Mask = w.mask
 	if err != nil {
 		return true, err
 	}
 	decision, err := Plan(in)
 	if err != nil {
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
-		return false, c.writeStatus(ctx, fed, nil, nil, failure{"ComputePlacementFailed", err.Error()})
+		return false, c.writeStatus(ctx, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
 	}
 	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
-	var statuses []typesv1b1.ClusterStatus
-	details := map[string]string{}
+	rep := report{placed: sets.New[string](), details: map[string]string{}}
+	prev := map[string]typesv1b1.ClusterStatus{}
+	for _, cs := range statusOf(fed).Clusters {
+		prev[cs.Name] = cs
+	}
+	ns, name := c.typ.targetName(fed)
 	for i, it := range decision.Intents {
 		r := results[i]
 		if r.retry || r.err != nil {
@@ -273,11 +284,28 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		if !it.Report && !(it.Verb != Ensure && r.status != StatusOK) {
 			continue
 		}
-		for _, name := range it.Clusters {
-			statuses = append(statuses, typesv1b1.ClusterStatus{Name: name, Status: r.status})
-			if it.Status == StatusPlacementConflict {
-				details[name] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
+		// Placed: written, held back, or in conflict with the cluster
+		// written (only those carry a Writer).
+		placed := !deleting && (it.Verb == Ensure || it.Writer != "")
+		for _, cl := range it.Clusters {
+			cs := prev[cl]
+			cs.Name, cs.Status = cl, r.status
+			if it.Verb == Ensure && r.status == StatusOK {
+				cs.Generation = fed.GetGeneration()
 			}
+			switch {
+			case it.Status == StatusPlacementConflict:
+				rep.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
+				cs.Ready, cs.RemoteStatus = nil, nil
+			case placed:
+				c.reflow(&cs, members[it.Member], ns, name, r.version)
+			default:
+				cs.Ready, cs.RemoteStatus = nil, nil
+			}
+			if placed {
+				rep.placed.Insert(cl)
+			}
+			rep.clusters = append(rep.clusters, cs)
 		}
 	}
 	if deleting && len(next.clusters) == 0 {
@@ -296,11 +324,40 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if err := c.records.save(ctx, key, fed, next); err != nil {
 		return true, err
 	}
-	var fail failure
 	if decision.NamespaceNotFederated {
-		fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
+		rep.fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
 	}
-	return requeue, c.writeStatus(ctx, fed, statuses, details, fail)
+	return requeue, c.writeStatus(ctx, fed, rep)
+}
+
+// reflow puts the member object's status and readiness in cs, from the
+// member's cache: driven by the member's watch events, which requeue the
+// object. written is the member object's version this reconcile wrote
+// (or found right); a cache that has not caught up with it says nothing
+// about the new object yet, so readiness waits for the watch event. A
+// member that is not ready keeps the last known values.
+func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) {
+	if m == nil || !m.Ready() {
+		return
+	}
+	obj, err := m.Get(c.typ.Target, ns, name)
+	if err != nil {
+		return
+	}
+	ready := false
+	cs.Ready, cs.RemoteStatus = &ready, nil
+	if obj == nil {
+		return
+	}
+	if st, ok := obj.Object["status"]; ok {
+		if raw, err := json.Marshal(st); err == nil {
+			cs.RemoteStatus = &runtime.RawExtension{Raw: raw}
+		}
+	}
+	if written != "" && objectVersion(obj) != written {
+		return
+	}
+	ready = c.policy.Ready == nil || c.policy.Ready(obj)
 }
 
 // work is what a federated object asks for, decoded once per reconcile.
@@ -310,6 +367,8 @@ type work struct {
 	templateVersion  string
 	overridesVersion string
 	retainReplicas   bool
+	// mask is the placement mask as cluster names; nil without one.
+	mask sets.Set[string]
 }
 
 func readWork(fed *unstructured.Unstructured) (work, error) {
@@ -325,6 +384,9 @@ func readWork(fed *unstructured.Unstructured) (work, error) {
 		return w, err
 	}
 	w.retainReplicas = w.spec.RetainReplicas != nil && *w.spec.RetainReplicas
+	if mask, ok := conversion.PlacementMask(fed.Object); ok {
+		w.mask = sets.New(mask...)
+	}
 	return w, nil
 }
 

@@ -35,6 +35,9 @@ const (
 	// StatusPlacementConflict: another selected cluster reaches the same
 	// member object and is the one written.
 	StatusPlacementConflict = "PlacementConflict"
+	// StatusHeldBack: the cluster is outside the placement mask; what it
+	// holds is left exactly as it is.
+	StatusHeldBack = "HeldBack"
 )
 
 // Candidate is one KubeFedCluster as a plan sees it.
@@ -68,7 +71,13 @@ type Input struct {
 	// NamespacePlacement is the placement of the namespace's
 	// FederatedNamespace; nil when the namespace is not federated.
 	NamespacePlacement *typesv1b1.Placement
-	// Deleting plans the removal of the object everywhere.
+	// Mask, when not nil, are the clusters the plan may act on (the
+	// placement mask as cluster names): every other cluster is left
+	// exactly as it is, whether placed, no longer placed or just back
+	// from an outage. nil acts everywhere.
+	Mask sets.Set[string]
+	// Deleting plans the removal of the object everywhere, whatever the
+	// mask says.
 	Deleting bool
 	// Recorded are the clusters the propagation record says may hold
 	// the object.
@@ -185,7 +194,10 @@ func Plan(in Input) (Decision, error) {
 			// conflicts, never reported as written.
 			writer := sel[0]
 			it := Intent{Verb: Ensure, Member: m, Clusters: []string{writer}, Writer: writer, Report: true}
-			if !g.ready {
+			switch {
+			case !masked(in, writer):
+				it.Verb, it.Status = Leave, StatusHeldBack
+			case !g.ready:
 				it.Status = StatusClusterNotReady
 			}
 			d.Intents = append(d.Intents, it)
@@ -194,15 +206,17 @@ func Plan(in Input) (Decision, error) {
 			}
 		case len(known) == 0 && !g.holds:
 			// Nothing there and nothing wanted.
-		case len(excl) > 0:
-			it := Intent{Verb: Release, Member: m, Clusters: orFirst(known, excl)}
-			if !g.ready {
-				it.Status, it.Report = StatusWaitingForRemoval, true
-			}
-			d.Intents = append(d.Intents, it)
 		default:
 			it := Intent{Verb: Remove, Member: m, Clusters: orFirst(known, g.all)}
-			if !g.ready {
+			if len(excl) > 0 {
+				it.Verb, it.Clusters = Release, orFirst(known, excl)
+			}
+			switch {
+			case !slices.ContainsFunc(it.Clusters, func(c string) bool { return masked(in, c) }):
+				// Unplaced but outside the mask: it keeps what it has
+				// until the mask reaches it or goes.
+				it.Verb, it.Status, it.Report = Leave, StatusHeldBack, true
+			case !g.ready:
 				it.Status, it.Report = StatusWaitingForRemoval, true
 			}
 			d.Intents = append(d.Intents, it)
@@ -210,6 +224,12 @@ func Plan(in Input) (Decision, error) {
 	}
 	slices.SortFunc(d.Intents, func(a, b Intent) int { return strings.Compare(a.Clusters[0], b.Clusters[0]) })
 	return d, nil
+}
+
+// masked reports whether the plan may act on cluster: there is no mask,
+// the object is being deleted, or the mask names the cluster.
+func masked(in Input, cluster string) bool {
+	return in.Mask == nil || in.Deleting || in.Mask.Has(cluster)
 }
 
 func orFirst(list, fallback []string) []string {

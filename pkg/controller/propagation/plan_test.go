@@ -158,6 +158,55 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a mask acts on placement ∩ mask only; placed clusters outside it are held back",
+			in:   Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")}, Mask: sets.New("shop.a")},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Status: StatusHeldBack, Report: true},
+			},
+		},
+		{
+			name:   "a held back cluster back from an outage is still held back",
+			in:     Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")}, Mask: sets.New("shop.a"), Recorded: sets.New("shop.c")},
+			change: []func([]Candidate){holds("M2")},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Status: StatusHeldBack, Report: true},
+			},
+		},
+		{
+			name:   "a masked-out cluster that is down is held back, not waited for",
+			in:     Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")}, Mask: sets.New("shop.a"), Recorded: sets.New("shop.a", "shop.c")},
+			change: []func([]Candidate){notReady("M2")},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Status: StatusHeldBack, Report: true},
+			},
+		},
+		{
+			name:   "a cluster removed from the placement but outside the mask keeps its object",
+			in:     Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a")}, Mask: sets.New("shop.a"), Recorded: sets.New("shop.a", "shop.c")},
+			change: []func([]Candidate){holds("M2")},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Status: StatusHeldBack, Report: true},
+			},
+		},
+		{
+			name: "an empty mask holds everything back",
+			in:   Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a")}, Mask: sets.New[string]()},
+			want: []Intent{{Verb: Leave, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Status: StatusHeldBack, Report: true}},
+		},
+		{
+			name: "deletion ignores the mask",
+			in: Input{Namespace: "shop", Deleting: true, Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")},
+				Mask: sets.New("shop.a"), Recorded: sets.New("shop.a", "shop.c")},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Remove, Member: "M2", Clusters: []string{"shop.c"}},
+			},
+		},
+		{
 			name: "a misconfigured selected or recorded cluster is reported",
 			in:   Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("m3")}},
 			want: []Intent{{Verb: Leave, Clusters: []string{"m3"}, Status: StatusConfigMalformed, Report: true}},

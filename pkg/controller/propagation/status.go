@@ -1,15 +1,21 @@
 package propagation
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
@@ -21,24 +27,53 @@ type failure struct {
 	reason, message string
 }
 
-// writeStatus sets status.clusters, the Propagation condition and
-// observedGeneration, and writes them only when they changed. details
-// explain some clusters' statuses in the condition's message.
-func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, clusters []typesv1b1.ClusterStatus, details map[string]string, fail failure) error {
+// ReadyCondition summarises the readiness of the placed topologies.
+const ReadyCondition = "Ready"
+
+// report is what a reconcile found, for the object's status.
+type report struct {
+	clusters []typesv1b1.ClusterStatus
+	// placed are the clusters the placement selects (held back or not),
+	// the ones the propagated and ready counts are about.
+	placed sets.Set[string]
+	// details explain some clusters' statuses in the condition message.
+	details map[string]string
+	fail    failure
+}
+
+// writeStatus sets status.clusters, the Propagation and Ready conditions,
+// the propagated and ready counts and observedGeneration, and writes them
+// only when they changed.
+func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, rep report) error {
+	clusters, details, fail := rep.clusters, rep.details, rep.fail
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
-	var cur typesv1b1.Status
-	if raw, ok, _ := unstructured.NestedMap(fed.Object, "status"); ok {
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &cur)
-	}
+	cur := statusOf(fed)
 	cond := typesv1b1.Condition{Type: PropagationCondition, Status: "True"}
-	var bad []string
+	var bad, held, notReady []string
+	placed, propagated, ready := 0, 0, 0
 	for _, cs := range clusters {
-		if cs.Status != StatusOK {
+		switch cs.Status {
+		case StatusOK:
+		case StatusHeldBack:
+			held = append(held, cs.Name)
+		default:
 			s := cs.Name + ": " + cs.Status
 			if d := details[cs.Name]; d != "" {
 				s += " (" + d + ")"
 			}
 			bad = append(bad, s)
+		}
+		if !rep.placed.Has(cs.Name) {
+			continue
+		}
+		placed++
+		if cs.Status == StatusOK && cs.Generation == fed.GetGeneration() {
+			propagated++
+		}
+		if cs.Ready != nil && *cs.Ready {
+			ready++
+		} else {
+			notReady = append(notReady, cs.Name)
 		}
 	}
 	switch {
@@ -50,20 +85,19 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	case len(bad) > 0:
 		cond.Status, cond.Reason = "False", "CheckClusters"
 		cond.Message = fmt.Sprintf("%d of %d clusters not propagated: %s", len(bad), len(clusters), strings.Join(bad, ", "))
+	case len(held) > 0:
+		cond.Reason = "PlacementMask"
+		cond.Message = fmt.Sprintf("%d of %d clusters held back by the placement mask: %s", len(held), len(clusters), strings.Join(held, ", "))
 	}
-	now := metav1.Now()
-	cond.LastUpdateTime, cond.LastTransitionTime = now, now
-	for _, old := range cur.Conditions {
-		if old.Type != cond.Type {
-			continue
-		}
-		if old.Status == cond.Status {
-			cond.LastTransitionTime = old.LastTransitionTime
-			if old.Reason == cond.Reason && old.Message == cond.Message {
-				cond.LastUpdateTime = old.LastUpdateTime
-			}
-		}
+	readyCond := typesv1b1.Condition{Type: ReadyCondition, Status: "True"}
+	switch {
+	case fail.reason != "":
+		readyCond.Status, readyCond.Reason, readyCond.Message = "Unknown", fail.reason, "the object is not propagated as asked"
+	case len(notReady) > 0:
+		readyCond.Status, readyCond.Reason = "False", "NotReady"
+		readyCond.Message = fmt.Sprintf("%d of %d placed clusters not ready: %s", len(notReady), placed, strings.Join(notReady, ", "))
 	}
+	conds := []typesv1b1.Condition{stamp(cond, cur.Conditions), stamp(readyCond, cur.Conditions)}
 	// KubeFed reports a cluster that is OK with no status (its
 	// ClusterPropagationOK is ""); v1beta2 readers see "OK".
 	reported := make([]typesv1b1.ClusterStatus, len(clusters))
@@ -73,13 +107,25 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 			reported[i].Status = ""
 		}
 	}
-	next := typesv1b1.Status{ObservedGeneration: fed.GetGeneration(), Conditions: []typesv1b1.Condition{cond}, Clusters: reported}
+	next := typesv1b1.Status{
+		ObservedGeneration: fed.GetGeneration(), Conditions: conds, Clusters: reported,
+		Propagated: fmt.Sprintf("%d/%d", propagated, placed),
+	}
+	if c.policy.Ready != nil {
+		next.Ready = fmt.Sprintf("%d/%d", ready, placed)
+	}
 	for _, old := range cur.Conditions {
-		if old.Type != cond.Type {
+		if old.Type != PropagationCondition && old.Type != ReadyCondition {
 			next.Conditions = append(next.Conditions, old)
 		}
 	}
 	if sameStatus(cur, next) {
+		return nil
+	}
+	if wait := c.statusWrites.wait(fed); wait > 0 {
+		// Written a moment ago: write again once the interval is over,
+		// with whatever the object's status is then.
+		c.queue.AddAfter(c.statusWrites.key(fed), wait)
 		return nil
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
@@ -94,11 +140,96 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	c.statusWrites.wrote(fed)
 	return nil
 }
 
+// writeLimiter spaces the status writes of each object by an interval.
+// A nil limiter never waits.
+type writeLimiter struct {
+	interval time.Duration
+	mu       sync.Mutex
+	last     map[string]time.Time
+}
+
+func newWriteLimiter(interval time.Duration) *writeLimiter {
+	if interval <= 0 {
+		return nil
+	}
+	return &writeLimiter{interval: interval, last: map[string]time.Time{}}
+}
+
+func (l *writeLimiter) key(fed *unstructured.Unstructured) string {
+	if fed.GetNamespace() == "" {
+		return fed.GetName()
+	}
+	return fed.GetNamespace() + "/" + fed.GetName()
+}
+
+// wait is how long the object's next status write has to wait.
+func (l *writeLimiter) wait(fed *unstructured.Unstructured) time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok := l.last[l.key(fed)]
+	if !ok {
+		return 0
+	}
+	return max(0, l.interval-time.Since(last))
+}
+
+func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.last[l.key(fed)] = now
+	// Forget objects written long ago, so the map follows the objects
+	// being written, not every object ever written.
+	if len(l.last) > 1024 {
+		for k, t := range l.last {
+			if now.Sub(t) > l.interval {
+				delete(l.last, k)
+			}
+		}
+	}
+}
+
+// stamp sets cond's times from the condition of its type in old: the
+// transition time moves only when the status changes, the update time
+// only when anything does.
+func stamp(cond typesv1b1.Condition, old []typesv1b1.Condition) typesv1b1.Condition {
+	now := metav1.Now()
+	cond.LastUpdateTime, cond.LastTransitionTime = now, now
+	for _, o := range old {
+		if o.Type != cond.Type || o.Status != cond.Status {
+			continue
+		}
+		cond.LastTransitionTime = o.LastTransitionTime
+		if o.Reason == cond.Reason && o.Message == cond.Message {
+			cond.LastUpdateTime = o.LastUpdateTime
+		}
+	}
+	return cond
+}
+
+// statusOf decodes the object's status (empty when it has none or it
+// does not decode).
+func statusOf(fed *unstructured.Unstructured) typesv1b1.Status {
+	var st typesv1b1.Status
+	if raw, ok, _ := unstructured.NestedMap(fed.Object, "status"); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+	}
+	return st
+}
+
 func sameStatus(a, b typesv1b1.Status) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) || len(a.Clusters) != len(b.Clusters) {
+	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) || len(a.Clusters) != len(b.Clusters) ||
+		a.Propagated != b.Propagated || a.Ready != b.Ready {
 		return false
 	}
 	for i := range a.Conditions {
@@ -108,9 +239,27 @@ func sameStatus(a, b typesv1b1.Status) bool {
 		}
 	}
 	for i := range a.Clusters {
-		if a.Clusters[i].Name != b.Clusters[i].Name || a.Clusters[i].Status != b.Clusters[i].Status {
+		x, y := a.Clusters[i], b.Clusters[i]
+		if x.Name != y.Name || x.Status != y.Status || x.Generation != y.Generation ||
+			!equalPtr(x.Ready, y.Ready) || !sameRaw(x.RemoteStatus, y.RemoteStatus) {
 			return false
 		}
 	}
 	return true
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// sameRaw compares two remote statuses by content.
+func sameRaw(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	var x, y any
+	if json.Unmarshal(a.Raw, &x) != nil || json.Unmarshal(b.Raw, &y) != nil {
+		return bytes.Equal(a.Raw, b.Raw)
+	}
+	return equality.Semantic.DeepEqual(x, y)
 }

@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
@@ -25,7 +27,8 @@ func TestSameStatus(t *testing.T) {
 			Conditions: []typesv1b1.Condition{
 				{Type: PropagationCondition, Status: "False", Reason: "CheckClusters", Message: "1 of 2", LastUpdateTime: t0, LastTransitionTime: t0},
 			},
-			Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady}},
+			Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}, {Name: "b", Status: StatusClusterNotReady,
+				RemoteStatus: &runtime.RawExtension{Raw: []byte(`{"readyReplicas":1,"replicas":1}`)}}},
 		}
 	}
 	tests := []struct {
@@ -39,7 +42,13 @@ func TestSameStatus(t *testing.T) {
 		}, true},
 		{"remote status differs", func(s *typesv1b1.Status) {
 			s.Clusters[0].RemoteStatus = &runtime.RawExtension{Raw: []byte(`{}`)}
+		}, false},
+		{"remote status in another key order", func(s *typesv1b1.Status) {
+			s.Clusters[1].RemoteStatus = &runtime.RawExtension{Raw: []byte(`{"replicas":1,"readyReplicas":1}`)}
 		}, true},
+		{"generation", func(s *typesv1b1.Status) { s.Clusters[0].Generation = 2 }, false},
+		{"ready", func(s *typesv1b1.Status) { s.Clusters[0].Ready = ptr.To(false) }, false},
+		{"counts", func(s *typesv1b1.Status) { s.Propagated = "1/2" }, false},
 		{"observed generation", func(s *typesv1b1.Status) { s.ObservedGeneration = 4 }, false},
 		{"condition type", func(s *typesv1b1.Status) { s.Conditions[0].Type = "Other" }, false},
 		{"condition status", func(s *typesv1b1.Status) { s.Conditions[0].Status = "True" }, false},
@@ -98,6 +107,7 @@ const kubefedOK = ""
 func TestWriteStatus(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	okCond := typesv1b1.Condition{Type: PropagationCondition, Status: "True", LastUpdateTime: t0, LastTransitionTime: t0}
+	readyCond := typesv1b1.Condition{Type: ReadyCondition, Status: "True", LastUpdateTime: t0, LastTransitionTime: t0}
 	otherCond := typesv1b1.Condition{Type: "Other", Status: "True", Reason: "Kept", LastUpdateTime: t0, LastTransitionTime: t0}
 	type want struct {
 		write bool
@@ -108,6 +118,7 @@ func TestWriteStatus(t *testing.T) {
 		clusters                []typesv1b1.ClusterStatus
 		extraConditions         []typesv1b1.Condition
 		observedGeneration      int64
+		propagated              string
 		missingObjectIsNotError bool
 	}
 	tests := []struct {
@@ -116,17 +127,20 @@ func TestWriteStatus(t *testing.T) {
 		clusters []typesv1b1.ClusterStatus
 		failure  string
 		absent   bool // the object is gone from the plane
+		placed   []string
 		want     want
 	}{
 		{
-			name:     "identical status is not written",
-			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}, Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK}, {Name: "b", Status: kubefedOK}}},
-			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK}, {Name: "a", Status: StatusOK}},
+			name: "identical status is not written",
+			cur: &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond, readyCond}, Propagated: "2/2",
+				Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK, Generation: 2, Ready: ptr.To(true)}, {Name: "b", Status: kubefedOK, Generation: 2, Ready: ptr.To(true)}}},
+			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK, Generation: 2, Ready: ptr.To(true)}, {Name: "a", Status: StatusOK, Generation: 2, Ready: ptr.To(true)}},
+			placed:   []string{"a", "b"},
 			want:     want{write: false},
 		},
 		{
 			name:     "identical status with no clusters is not written",
-			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond}},
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond, readyCond}, Propagated: "0/0"},
 			clusters: nil,
 			want:     want{write: false},
 		},
@@ -176,6 +190,24 @@ func TestWriteStatus(t *testing.T) {
 				extraConditions: []typesv1b1.Condition{otherCond}, observedGeneration: 2},
 		},
 		{
+			name: "held back clusters keep the condition True and count as not propagated",
+			cur:  &typesv1b1.Status{ObservedGeneration: 1, Conditions: []typesv1b1.Condition{okCond, readyCond}},
+			clusters: []typesv1b1.ClusterStatus{
+				{Name: "a", Status: StatusOK, Generation: 2, Ready: ptr.To(true)},
+				{Name: "b", Status: StatusHeldBack, Generation: 1, Ready: ptr.To(true)},
+				{Name: "c", Status: StatusHeldBack, Generation: 1},
+			},
+			placed: []string{"a", "b"},
+			want: want{write: true, cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True", Reason: "PlacementMask",
+				Message: "2 of 3 clusters held back by the placement mask: b, c"}, updated: true,
+				clusters: []typesv1b1.ClusterStatus{
+					{Name: "a", Status: kubefedOK, Generation: 2, Ready: ptr.To(true)},
+					{Name: "b", Status: StatusHeldBack, Generation: 1, Ready: ptr.To(true)},
+					{Name: "c", Status: StatusHeldBack, Generation: 1},
+				},
+				propagated: "1/2", observedGeneration: 2},
+		},
+		{
 			name:     "an object gone from the plane is no error",
 			cur:      nil,
 			clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: StatusOK}},
@@ -200,7 +232,7 @@ func TestWriteStatus(t *testing.T) {
 			if tc.failure != "" {
 				fail = failure{"InvalidObject", tc.failure}
 			}
-			err := c.writeStatus(context.Background(), fed, tc.clusters, nil, fail)
+			err := c.writeStatus(context.Background(), fed, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail})
 			if err != nil {
 				t.Fatalf("writeStatus: %v", err)
 			}
@@ -239,7 +271,10 @@ func TestWriteStatus(t *testing.T) {
 			if !reflect.DeepEqual(got.Clusters, tc.want.clusters) {
 				t.Errorf("clusters = %+v, want %+v", got.Clusters, tc.want.clusters)
 			}
-			if len(got.Conditions) != 1+len(tc.want.extraConditions) {
+			if want := tc.want.propagated; want != "" && got.Propagated != want {
+				t.Errorf("propagated = %q, want %q", got.Propagated, want)
+			}
+			if len(got.Conditions) != 2+len(tc.want.extraConditions) || got.Conditions[1].Type != ReadyCondition {
 				t.Fatalf("conditions = %+v", got.Conditions)
 			}
 			cond := got.Conditions[0]
@@ -259,14 +294,14 @@ func TestWriteStatus(t *testing.T) {
 			checkTime("lastUpdateTime", cond.LastUpdateTime, tc.want.updated)
 			checkTime("lastTransitionTime", cond.LastTransitionTime, tc.want.transitioned)
 			for i, x := range tc.want.extraConditions {
-				y := got.Conditions[1+i]
+				y := got.Conditions[2+i]
 				if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
-					t.Errorf("condition %d = %+v, want %+v", 1+i, y, x)
+					t.Errorf("condition %d = %+v, want %+v", 2+i, y, x)
 				}
 			}
 			// Writing the written status again is a no-op.
 			plane.ClearActions()
-			if err := c.writeStatus(context.Background(), obj, tc.clusters, nil, fail); err != nil {
+			if err := c.writeStatus(context.Background(), obj, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail}); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(plane.Actions()); n != 0 {

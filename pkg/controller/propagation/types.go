@@ -78,6 +78,9 @@ type Policy struct {
 	RetainNodePorts bool
 	// RetainTop are top-level fields the member fills in.
 	RetainTop []string
+	// Ready is the member object's readiness; nil for kinds that are
+	// ready once they are there.
+	Ready Readiness
 }
 
 // PolicyFor is the policy of a target type. Every type keeps the
@@ -91,7 +94,7 @@ func PolicyFor(t *Type) Policy {
 	case t.Target.Group == "" && t.TargetKind == "ServiceAccount":
 		return Policy{RetainTop: []string{"secrets"}}
 	}
-	return Policy{}
+	return Policy{Ready: readinessFor(t.Target.Group, t.TargetKind)}
 }
 
 // Options tune one type's controller.
@@ -105,9 +108,15 @@ type Options struct {
 	ClusterTimeout time.Duration
 	// RetryMax caps the back-off of an object that keeps failing.
 	RetryMax time.Duration
+	// StatusInterval is the least time between two status writes of one
+	// object: the first change after a quiet spell is written at once,
+	// later ones together at the end of the interval, so member status
+	// churning in many clusters costs the plane at most one write per
+	// object per interval.
+	StatusInterval time.Duration
 }
 
 // DefaultOptions are the controller's defaults.
 func DefaultOptions() Options {
-	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, RetryMax: 30 * time.Second}
+	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, RetryMax: 30 * time.Second, StatusInterval: time.Second}
 }

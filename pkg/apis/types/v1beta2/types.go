@@ -83,6 +83,11 @@ type Status struct {
 	ObservedGeneration int64            `json:"observedGeneration,omitempty"`
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	Topologies         []TopologyStatus `json:"topologies,omitempty"`
+	// Propagated is "n/m": of the m placed topologies, n run the current
+	// generation.
+	Propagated string `json:"propagated,omitempty"`
+	// Ready is "n/m": of the m placed topologies, n are ready.
+	Ready string `json:"ready,omitempty"`
 }
 
 // Condition is KubeFed's generic condition.
@@ -98,8 +103,17 @@ type Condition struct {
 // TopologyStatus is the propagation status in one topology. Cluster is the
 // KubeFedCluster the status was reported for.
 type TopologyStatus struct {
-	Name         string                `json:"name"`
-	Cluster      string                `json:"cluster,omitempty"`
-	Status       string                `json:"status,omitempty"`
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
+	Status  string `json:"status,omitempty"`
+	// Generation is the federated object's generation the member object
+	// was last brought in line with there (0: never). A cluster held
+	// back by the placement mask keeps the generation it runs.
+	Generation int64 `json:"generation,omitempty"`
+	// Ready says whether the member object is ready: Deployments,
+	// StatefulSets, DaemonSets and Jobs by their own readiness, other
+	// kinds once they are there. Absent while unknown.
+	Ready *bool `json:"ready,omitempty"`
+	// RemoteStatus is the member object's status (status reflow).
 	RemoteStatus *runtime.RawExtension `json:"remoteStatus,omitempty"`
 }

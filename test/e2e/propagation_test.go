@@ -341,6 +341,10 @@ func TestPropagation(t *testing.T) {
 		})
 	})
 
+	t.Run("a placement mask releases to the masked cells only", func(t *testing.T) { testPlacementMask(t, f) })
+	t.Run("disaster-recovery release with a member down", func(t *testing.T) { testDisasterRecoveryRelease(t, f) })
+	t.Run("member status reflows for every type", func(t *testing.T) { testStatusReflow(t, f) })
+
 	t.Run("restarted controller rewrites nothing that is right", func(t *testing.T) {
 		for i := range 20 {
 			f.kubectl.MustRun(t, configMap("shop", fmt.Sprintf("bulk-%d", i), "i: \""+fmt.Sprint(i)+"\"", []string{"rz00a", "rz10a", "rz20a"}, ""), "apply", "-f", "-")

@@ -298,7 +298,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 				rep.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
 				cs.Ready, cs.RemoteStatus = nil, nil
 			case placed:
-				c.reflow(&cs, members[it.Member], ns, name, r.version)
+				if !c.reflow(&cs, members[it.Member], ns, name, r.version) {
+					requeue = true // the member's cache is still loading
+				}
 			default:
 				cs.Ready, cs.RemoteStatus = nil, nil
 			}
@@ -335,19 +337,21 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 // object. written is the member object's version this reconcile wrote
 // (or found right); a cache that has not caught up with it says nothing
 // about the new object yet, so readiness waits for the watch event. A
-// member that is not ready keeps the last known values.
-func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) {
+// member that is not ready keeps the last known values. ok is false when
+// the member is ready but its cache is still loading: the object is
+// tried again shortly, as nothing else would requeue a held back one.
+func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok bool) {
 	if m == nil || !m.Ready() {
-		return
+		return true
 	}
 	obj, err := m.Get(c.typ.Target, ns, name)
 	if err != nil {
-		return
+		return false
 	}
 	ready := false
 	cs.Ready, cs.RemoteStatus = &ready, nil
 	if obj == nil {
-		return
+		return true
 	}
 	if st, ok := obj.Object["status"]; ok {
 		if raw, err := json.Marshal(st); err == nil {
@@ -355,9 +359,10 @@ func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns,
 		}
 	}
 	if written != "" && objectVersion(obj) != written {
-		return
+		return true
 	}
 	ready = c.policy.Ready == nil || c.policy.Ready(obj)
+	return true
 }
 
 // work is what a federated object asks for, decoded once per reconcile.

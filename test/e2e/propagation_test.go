@@ -41,6 +41,12 @@ var cellsOn = map[string]int{
 
 func startFederation(t *testing.T, members int, controllerArgs ...string) *federation {
 	t.Helper()
+	return startFederationWith(t, members, framework.PlaneOptions{}, controllerArgs...)
+}
+
+// startFederationWith is startFederation with the plane's options.
+func startFederationWith(t *testing.T, members int, plane framework.PlaneOptions, controllerArgs ...string) *federation {
+	t.Helper()
 	f := &federation{}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -48,7 +54,7 @@ func startFederation(t *testing.T, members int, controllerArgs ...string) *feder
 		defer wg.Done()
 		f.members = framework.StartMembers(t, members)
 	}()
-	f.plane = framework.StartPlane(t, framework.PlaneOptions{})
+	f.plane = framework.StartPlane(t, plane)
 	wg.Wait()
 	f.kubectl = framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
 	f.dyn = dynamic.NewForConfigOrDie(f.plane.RESTConfig(t))

@@ -85,11 +85,11 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 		PropagatingAnnotations: strings.Join(patterns, ","),
 		AnnotationRules:        rules,
 		Name:                   u.GetName(),
-		Target:        schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
-		TargetKind:    tt.Kind,
-		Federated:     schema.GroupVersionResource{Group: ft.Group, Version: typesv1b1.Version, Resource: ft.PluralName},
-		FederatedKind: ft.Kind,
-		Namespaced:    tt.Scope == "Namespaced" || (tt.Group == "" && tt.PluralName == "namespaces"),
+		Target:                 schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
+		TargetKind:             tt.Kind,
+		Federated:              schema.GroupVersionResource{Group: ft.Group, Version: typesv1b1.Version, Resource: ft.PluralName},
+		FederatedKind:          ft.Kind,
+		Namespaced:             tt.Scope == "Namespaced" || (tt.Group == "" && tt.PluralName == "namespaces"),
 	}, true, nil
 }
 

@@ -61,6 +61,15 @@ func (a *Admitter) Mutate(r Request) error {
 		path := field.NewPath("metadata", "labels").Key(key)
 		want := ns.Labels[key]
 		have, set := lbls[key]
+		if r.Operation == Update && r.OldObject != nil {
+			// Never strand an object: an update that leaves its tenancy
+			// labels as they were (a status or finalizer change, the
+			// last steps of a deletion) goes through whatever the
+			// namespace says now.
+			if old, oldSet := r.OldObject.GetLabels()[key]; oldSet == set && old == have {
+				continue
+			}
+		}
 		switch {
 		case want == "" && set:
 			errs = append(errs, field.Forbidden(path, fmt.Sprintf("namespace %s is not a tenant workspace (it has no %s label); remove this label, or label the namespace", r.Namespace, key)))
@@ -93,6 +102,11 @@ func (a *Admitter) Validate(r Request) error {
 		errs, err = a.validateCell(r)
 	case r.isCluster():
 		errs = a.validateCluster(r)
+		if len(errs) == 0 {
+			errs, err = a.validateDedication(r)
+		}
+	case r.isNamespace():
+		errs, err = a.validateNamespaceTenancy(r)
 	case r.isTypeConfig():
 		errs = validateTypeConfig(r)
 	case r.isKubeFedConfig():

@@ -40,8 +40,11 @@ type fakeLookup struct {
 	namespaces map[string]*corev1.Namespace
 	cells      map[string][]*cellv1alpha1.Cell
 	clusters   map[string]bool
-	targets    map[string]federatedtypes.Target
-	selectors  map[string][]SelectorUse
+	// clusterLabels are the labels of the clusters that exist.
+	clusterLabels map[string]map[string]string
+	federated     map[string][]string
+	targets       map[string]federatedtypes.Target
+	selectors     map[string][]SelectorUse
 }
 
 func (f *fakeLookup) CellSelectors(namespace string) ([]SelectorUse, error) {
@@ -77,6 +80,33 @@ func (f *fakeLookup) Cells(namespace string, selector labels.Selector) ([]*cellv
 }
 
 func (f *fakeLookup) ClusterExists(name string) (bool, error) { return f.clusters[name], nil }
+
+func (f *fakeLookup) ClusterLabels(name string) (map[string]string, bool, error) {
+	if !f.clusters[name] {
+		return nil, false, nil
+	}
+	return f.clusterLabels[name], true, nil
+}
+
+func (f *fakeLookup) CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error) {
+	var out []*cellv1alpha1.Cell
+	for _, cells := range f.cells {
+		for _, c := range cells {
+			if c.Spec.Cluster == cluster {
+				out = append(out, c.DeepCopy())
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeLookup) FederatedObjects(namespace string, limit int) ([]string, error) {
+	out := f.federated[namespace]
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
 
 func (f *fakeLookup) Target(kind string) (federatedtypes.Target, bool, error) {
 	if kind == "FederatedBroken" {
@@ -114,7 +144,9 @@ func newAdmitter() *Admitter {
 				},
 				"other-ns": {cell("other-ns", "rz00a", "c2", nil)},
 			},
-			clusters: map[string]bool{"c1": true, "c2": true},
+			clusters:      map[string]bool{"c1": true, "c2": true, "c3": true},
+			clusterLabels: map[string]map[string]string{"c3": {cellv1alpha1.LabelTenant: "other"}},
+			federated:     map[string][]string{"shop": {"FederatedDeployment/web"}},
 			targets: map[string]federatedtypes.Target{
 				"FederatedDeployment": {Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Namespaced: true},
 				"FederatedService":    {Group: "", Version: "v1", Kind: "Service", Plural: "services", Namespaced: true},
@@ -1288,6 +1320,7 @@ type mutateCase struct {
 	op   Operation // CREATE when empty
 	sub  string
 	obj  string
+	old  string
 	want outcome
 	msgs []string
 	// labels are the object's labels after an allowed Mutate; nil means
@@ -1370,6 +1403,20 @@ spec: {cluster: c1}
 			labels: map[string]string{cellv1alpha1.LabelTenant: "acme"},
 		},
 		{
+			name: "never strand: an UPDATE keeping labels the namespace no longer has goes through",
+			op:   Update,
+			obj:  federated("v1beta2", "FederatedDeployment", "plain", "labels: {cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws}\n", ""),
+			old:  federated("v1beta2", "FederatedDeployment", "plain", "labels: {cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws}\nfinalizers: [kubefed.io/sync-controller]\n", ""),
+		},
+		{
+			name: "an UPDATE that changes tenancy labels is still checked",
+			op:   Update,
+			obj:  federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: evil}\n", ""),
+			old:  federated("v1beta2", "FederatedDeployment", "shop", "labels: {cellfed.io/tenant: acme}\n", ""),
+			want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", `not "evil"`},
+		},
+		{
 			name: "namespace without tenancy labels, object without them",
 			obj:  federated("v1beta2", "FederatedDeployment", "plain", "", ""),
 		},
@@ -1415,7 +1462,7 @@ spec: {cluster: c1}
 			}
 			obj := object(t, c.obj)
 			before := obj.DeepCopy()
-			err := newAdmitter().Mutate(request(op, c.sub, obj, nil))
+			err := newAdmitter().Mutate(request(op, c.sub, obj, object(t, c.old)))
 			checkOutcome(t, err, c.want, c.msgs)
 			if c.want != allowed || c.labels == nil {
 				if !reflect.DeepEqual(before.Object, obj.Object) {
@@ -1706,4 +1753,38 @@ func moveLabels(m string) string {
 	labels := m[i:]
 	m = m[:i]
 	return strings.Replace(m, "metadata:\n", "metadata:\n"+labels, 1)
+}
+
+func namespaceManifest(name, labels string) string {
+	return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n  labels: {" + labels + "}\n"
+}
+
+func TestValidateTenancy(t *testing.T) {
+	runValidate(t, []validateCase{
+		{name: "a cell on a cluster dedicated to another tenant", obj: cellManifest("shop", "rz09a", "c3"), want: forbidden,
+			msgs: []string{"spec.cluster", `cluster "c3" is dedicated to tenant "other"`, `namespace shop belongs to tenant "acme"`, "shared cluster"}},
+		{name: "a cell with a reserved label", obj: `apiVersion: core.cellfed.io/v1alpha1
+kind: Cell
+metadata: {name: rz09a, namespace: shop, labels: {cellfed.io/cell: other}}
+spec: {cluster: c1}
+`, want: forbidden, msgs: []string{"metadata.labels[cellfed.io/cell]", "reserved"}},
+		{name: "dedicating a cluster other tenants' cells use", op: Update,
+			obj: kubeFedCluster("c2", "cellfed.io/tenant: acme\n", clusterSpec), old: kubeFedCluster("c2", "", clusterSpec), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", `cannot be dedicated to tenant "acme"`, `other-ns/rz00a (tenant "other")`}},
+		{name: "dedicating a cluster only the tenant's cells use", op: Update,
+			obj: kubeFedCluster("c1", "cellfed.io/tenant: acme\n", clusterSpec), old: kubeFedCluster("c1", "", clusterSpec)},
+		{name: "relabelling a workspace that holds cells and objects", op: Update,
+			obj: namespaceManifest("shop", "cellfed.io/tenant: evil, cellfed.io/workspace: shop-ws"),
+			old: namespaceManifest("shop", "cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws"), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", "Cell/rz00a", "FederatedDeployment/web", "would strand them"}},
+		{name: "removing a workspace label", op: Update,
+			obj: namespaceManifest("shop", "cellfed.io/tenant: acme"),
+			old: namespaceManifest("shop", "cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws"), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/workspace]"}},
+		{name: "other labels of a workspace change freely", op: Update,
+			obj: namespaceManifest("shop", "cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws, team: a"),
+			old: namespaceManifest("shop", "cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws")},
+		{name: "an empty namespace can become a workspace", op: Update,
+			obj: namespaceManifest("plain", "cellfed.io/tenant: acme, cellfed.io/workspace: w"), old: namespaceManifest("plain", "")},
+	})
 }

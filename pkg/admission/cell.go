@@ -2,8 +2,11 @@ package admission
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -18,6 +21,11 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}, nil
 	}
 	var errs field.ErrorList
+	for _, k := range []string{cellv1alpha1.LabelNamespace, cellv1alpha1.LabelCell, cellv1alpha1.LabelTopologyType} {
+		if _, set := cell.Labels[k]; set && (r.OldObject == nil || r.OldObject.GetLabels()[k] != cell.Labels[k]) {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(k), "reserved: the per-cell cluster gets it from the Cell's namespace and name; remove this label"))
+		}
+	}
 	if !cellv1alpha1.IsDNSLabel(cell.Name) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), cell.Name, "cell names are DNS labels: lowercase letters, digits and '-', at most 63 characters, no dots"))
 	}
@@ -40,13 +48,105 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 				return errs, nil
 			}
 		}
-		exists, err := a.Lookup.ClusterExists(cell.Spec.Cluster)
+		clusterLabels, exists, err := a.Lookup.ClusterLabels(cell.Spec.Cluster)
 		if err != nil {
 			return nil, fmt.Errorf("reading KubeFedCluster %s: %w", cell.Spec.Cluster, err)
 		}
 		if !exists {
 			errs = append(errs, field.Invalid(path, cell.Spec.Cluster, fmt.Sprintf("KubeFedCluster %q does not exist in namespace %s; register the cluster first (kubectl -n %s get kubefedclusters lists the registered ones)", cell.Spec.Cluster, a.FederationNamespace, a.FederationNamespace)))
+			break
+		}
+		if owner := clusterLabels[cellv1alpha1.LabelTenant]; owner != "" && ns != nil && ns.Labels[cellv1alpha1.LabelTenant] != owner {
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf("cluster %q is dedicated to tenant %q (its label %s=%s), and namespace %s belongs to tenant %q; place the cell on a shared cluster or one dedicated to %q",
+				cell.Spec.Cluster, owner, cellv1alpha1.LabelTenant, owner, r.Namespace, ns.Labels[cellv1alpha1.LabelTenant], ns.Labels[cellv1alpha1.LabelTenant])))
 		}
 	}
 	return errs, nil
+}
+
+// validateDedication refuses to dedicate a physical cluster to a tenant
+// (label cellfed.io/tenant) while other tenants' Cells use it.
+func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
+	owner := r.Object.GetLabels()[cellv1alpha1.LabelTenant]
+	if owner == "" || strings.Contains(r.Name, ".") {
+		return nil, nil
+	}
+	if r.Operation == Update && r.OldObject != nil && r.OldObject.GetLabels()[cellv1alpha1.LabelTenant] == owner {
+		return nil, nil
+	}
+	cells, err := a.Lookup.CellsOnCluster(r.Name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the cells of cluster %s: %w", r.Name, err)
+	}
+	var others []string
+	for _, c := range cells {
+		ns, err := a.Lookup.Namespace(c.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("reading namespace %s: %w", c.Namespace, err)
+		}
+		t := ""
+		if ns != nil {
+			t = ns.Labels[cellv1alpha1.LabelTenant]
+		}
+		if t != owner {
+			others = append(others, fmt.Sprintf("%s/%s (tenant %q)", c.Namespace, c.Name, t))
+		}
+	}
+	if len(others) == 0 {
+		return nil, nil
+	}
+	sort.Strings(others)
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(cellv1alpha1.LabelTenant),
+		fmt.Sprintf("cluster %s cannot be dedicated to tenant %q: other tenants' cells use it: %s; move or delete those cells first", r.Name, owner, strings.Join(others, ", ")))}, nil
+}
+
+// validateNamespaceTenancy refuses to change or remove a namespace's
+// tenancy labels while it holds Cells or federated objects: they belong
+// to the workspace, and their per-cell clusters and placements with it.
+func (a *Admitter) validateNamespaceTenancy(r Request) (field.ErrorList, error) {
+	if r.Operation != Update || r.OldObject == nil || r.Object.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	if !tenancyChanged(r.OldObject, r.Object) {
+		return nil, nil
+	}
+	changed := cellv1alpha1.LabelTenant
+	if r.Object.GetLabels()[changed] == r.OldObject.GetLabels()[changed] {
+		changed = cellv1alpha1.LabelWorkspace
+	}
+	const limit = 5
+	var held []string
+	cells, err := a.Lookup.Cells(r.Name, labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing the cells of %s: %w", r.Name, err)
+	}
+	for _, c := range cells {
+		held = append(held, "Cell/"+c.Name)
+	}
+	objs, err := a.Lookup.FederatedObjects(r.Name, limit)
+	if err != nil {
+		return nil, err
+	}
+	held = append(held, objs...)
+	if len(held) == 0 {
+		return nil, nil
+	}
+	sort.Strings(held)
+	more := ""
+	if len(held) > limit {
+		held, more = held[:limit], ", …"
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(changed),
+		fmt.Sprintf("namespace %s is a tenant workspace holding %s%s: changing or removing its tenancy labels would strand them; delete or move them first", r.Name, strings.Join(held, ", "), more))}, nil
+}
+
+// tenancyChanged reports whether an update changes or removes a tenancy
+// label.
+func tenancyChanged(old, cur *unstructured.Unstructured) bool {
+	for _, k := range []string{cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace} {
+		if old.GetLabels()[k] != cur.GetLabels()[k] {
+			return true
+		}
+	}
+	return false
 }

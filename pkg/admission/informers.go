@@ -124,6 +124,77 @@ func (i *Informers) ClusterExists(name string) (bool, error) {
 	return err == nil, err
 }
 
+func (i *Informers) ClusterLabels(name string) (map[string]string, bool, error) {
+	o, err := i.clusters.ByNamespace(i.federationNamespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false, fmt.Errorf("unexpected %T in the cluster cache", o)
+	}
+	return u.GetLabels(), true, nil
+}
+
+func (i *Informers) CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error) {
+	list, err := i.cells.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*cellv1alpha1.Cell
+	for _, o := range list {
+		c, err := toCell(o)
+		if err != nil {
+			return nil, err
+		}
+		if c.Spec.Cluster == cluster {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// FederatedObjects lists the namespace's federated objects type by type
+// (it runs only when a namespace's tenancy labels change) until limit.
+func (i *Informers) FederatedObjects(namespace string, limit int) ([]string, error) {
+	list, err := i.typeConfigs.ByNamespace(i.federationNamespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []string
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var ftc fedv1beta1.FederatedTypeConfig
+		if err := decodeContent(u.Object, &ftc); err != nil || ftc.Spec.FederatedType.Scope != "Namespaced" {
+			continue
+		}
+		ft := ftc.Spec.FederatedType
+		gvr := schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName}
+		objs, err := i.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: int64(limit)})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // a type that is not served yet has no objects
+			}
+			return nil, fmt.Errorf("listing %s in %s: %w", gvr.Resource, namespace, err)
+		}
+		for _, obj := range objs.Items {
+			out = append(out, ft.Kind+"/"+obj.GetName())
+			if len(out) >= limit {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
+
 func (i *Informers) Target(federatedKind string) (federatedtypes.Target, bool, error) {
 	list, err := i.typeConfigs.ByNamespace(i.federationNamespace).List(labels.Everything())
 	if err != nil {

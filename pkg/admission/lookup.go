@@ -19,6 +19,15 @@ type Lookup interface {
 	Cells(namespace string, selector labels.Selector) ([]*cellv1alpha1.Cell, error)
 	// ClusterExists says whether a KubeFedCluster of that name exists.
 	ClusterExists(name string) (bool, error)
+	// ClusterLabels returns the labels of a KubeFedCluster; ok is false
+	// when it does not exist.
+	ClusterLabels(name string) (labels map[string]string, ok bool, err error)
+	// CellsOnCluster lists the Cells of every namespace hosted by a
+	// physical cluster.
+	CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error)
+	// FederatedObjects names (kind/name) up to limit federated objects in
+	// namespace, of every enabled type.
+	FederatedObjects(namespace string, limit int) ([]string, error)
 	// Target returns the target type of a federated kind (from its
 	// FederatedTypeConfig); ok is false when the kind is not enabled.
 	Target(federatedKind string) (t federatedtypes.Target, ok bool, err error)

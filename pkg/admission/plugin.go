@@ -8,7 +8,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/warning"
@@ -113,8 +115,14 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 	if !Handles(a.GetKind().GroupKind()) {
 		return Request{}, false, nil
 	}
-	obj, ok := a.GetObject().(*unstructured.Unstructured)
+	obj, ok := asUnstructured(a.GetObject())
 	if !ok {
+		return Request{}, false, nil
+	}
+	old, hasOld := asUnstructured(a.GetOldObject())
+	if a.GetKind().GroupKind() == namespaceKind && (!hasOld || !tenancyChanged(old, obj)) {
+		// Only a change of a namespace's tenancy labels has rules; the
+		// plane's own namespaces are created before the caches load.
 		return Request{}, false, nil
 	}
 	if !p.shared.Informers.HasSynced() {
@@ -133,8 +141,31 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 		SubResource: a.GetSubresource(),
 		Object:      obj,
 	}
-	if old, ok := a.GetOldObject().(*unstructured.Unstructured); ok {
+	if hasOld {
 		r.OldObject = old
 	}
 	return r, true, nil
+}
+
+// asUnstructured returns custom resources as they are, and the metadata
+// of built-in objects (Namespaces: admission reads their labels).
+func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, bool) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, true
+	}
+	if obj == nil {
+		return nil, false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	u.SetName(m.GetName())
+	u.SetNamespace(m.GetNamespace())
+	u.SetLabels(m.GetLabels())
+	u.SetAnnotations(m.GetAnnotations())
+	u.SetDeletionTimestamp(m.GetDeletionTimestamp())
+	return u, true
 }

@@ -35,9 +35,12 @@ type Request struct {
 
 // What admission handles.
 var (
-	cellKind    = cellv1alpha1.SchemeGroupVersion.WithKind("Cell").GroupKind()
-	clusterKind = fedv1beta1.SchemeGroupVersion.WithKind("KubeFedCluster").GroupKind()
+	cellKind      = cellv1alpha1.SchemeGroupVersion.WithKind("Cell").GroupKind()
+	clusterKind   = fedv1beta1.SchemeGroupVersion.WithKind("KubeFedCluster").GroupKind()
+	namespaceKind = schema.GroupKind{Kind: "Namespace"}
 )
+
+func (r Request) isNamespace() bool { return r.Kind.GroupKind() == namespaceKind }
 
 func (r Request) isFederated() bool { return r.Kind.Group == types.GroupName }
 func (r Request) isCell() bool      { return r.Kind.GroupKind() == cellKind }
@@ -45,5 +48,5 @@ func (r Request) isCluster() bool   { return r.Kind.GroupKind() == clusterKind }
 
 // Handles says whether admission has rules for kind.
 func Handles(kind schema.GroupKind) bool {
-	return kind.Group == types.GroupName || kind == cellKind || kind == clusterKind || kind == typeConfigKind || kind == kubeFedConfigKind
+	return kind.Group == types.GroupName || kind == cellKind || kind == clusterKind || kind == typeConfigKind || kind == kubeFedConfigKind || kind == namespaceKind
 }

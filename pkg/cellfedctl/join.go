@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -77,6 +78,8 @@ type joinOptions struct {
 	tokenTTL     time.Duration
 	overwrite    bool
 	rotateToken  bool
+	// tenant dedicates the cluster to one tenant (label cellfed.io/tenant).
+	tenant string
 }
 
 // memberFlags reach a member cluster.
@@ -172,6 +175,7 @@ lifetime remains (--rotate-token mints a new one, e.g. after changing
 	cmd.Flags().DurationVar(&j.tokenTTL, "token-ttl", 8760*time.Hour, "how long the member's token is valid (the member may grant less; at least 10m)")
 	cmd.Flags().BoolVar(&j.overwrite, "overwrite", false, "replace a KubeFedCluster <name> that points at another endpoint")
 	cmd.Flags().BoolVar(&j.rotateToken, "rotate-token", false, "mint a new token even when the stored one still works")
+	cmd.Flags().StringVar(&j.tenant, "tenant", "", "dedicate the cluster to this tenant (label cellfed.io/tenant): only that tenant's cells and objects may use it; without it the cluster is shared")
 	return cmd
 }
 
@@ -253,6 +257,9 @@ func (u undoList) run(err error) error {
 func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 	if err := j.checkArgs(name); err != nil {
 		return err
+	}
+	if j.tenant != "" && len(validation.IsValidLabelValue(j.tenant)) > 0 {
+		return fmt.Errorf("--tenant=%q is not a tenant name; tenants are label values: letters, digits, '-', '_' and '.', at most 63 characters", j.tenant)
 	}
 	mc, err := j.member.load()
 	if err != nil {
@@ -361,6 +368,9 @@ func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 			AnnotationMemberServiceAccount: sa,
 		}},
 		Spec: fedv1beta1.KubeFedClusterSpec{APIEndpoint: endpoint, CABundle: mc.caBundle, SecretRef: fedv1beta1.LocalSecretReference{Name: secretName}},
+	}
+	if j.tenant != "" {
+		want.Labels = map[string]string{cellv1alpha1.LabelTenant: j.tenant}
 	}
 	clusterChange, err := writeCluster(ctx, clusters, existing, want, &undos)
 	if err != nil {
@@ -554,6 +564,7 @@ func writeCluster(ctx context.Context, clusters dynamic.ResourceInterface, exist
 			"spec":       spec,
 		}}
 		obj.SetAnnotations(want.Annotations)
+		obj.SetLabels(want.Labels)
 		if _, err := clusters.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return "", apiError(err, "creating KubeFedCluster "+ref)
 		}
@@ -573,6 +584,15 @@ func writeCluster(ctx context.Context, clusters dynamic.ResourceInterface, exist
 			annotations[k], changed = v, true
 		}
 	}
+	labels := obj.GetLabels()
+	for k, v := range want.Labels {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if labels[k] != v {
+			labels[k], changed = v, true
+		}
+	}
 	oldSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	if !reflect.DeepEqual(oldSpec, spec) {
 		changed = true
@@ -580,6 +600,7 @@ func writeCluster(ctx context.Context, clusters dynamic.ResourceInterface, exist
 	if !changed {
 		return "(unchanged)", nil
 	}
+	obj.SetLabels(labels)
 	obj.SetAnnotations(annotations)
 	obj.Object["spec"] = spec
 	if _, err := clusters.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {

@@ -351,6 +351,7 @@ func TestPropagation(t *testing.T) {
 	t.Run("disaster-recovery release with a member down", func(t *testing.T) { testDisasterRecoveryRelease(t, f) })
 	t.Run("member status reflows for every type", func(t *testing.T) { testStatusReflow(t, f) })
 	t.Run("annotation and label rules", func(t *testing.T) { testAnnotationRules(t, f, outer) })
+	t.Run("tenants never touch each other", func(t *testing.T) { testTenantIsolation(t, f) })
 
 	t.Run("restarted controller rewrites nothing that is right", func(t *testing.T) {
 		for i := range 20 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cellfed/cellfed/test/framework"
@@ -100,4 +101,60 @@ spec:
 			t.Error("the config map is still in member-1, a cluster of the workspace")
 		}
 	})
+}
+
+// testTenantIsolation runs in TestPropagation's federation (admission on):
+// tenants acme (shop) and beta (shop2) share members; cells rz00a of both
+// are on member-0.
+func testTenantIsolation(t *testing.T, f *federation) {
+	ctx := context.Background()
+	// beta's object, same name as acme's below, on the shared member-0.
+	f.kubectl.MustRun(t, configMap("shop2", "same", "owner: beta", []string{"rz00a"}, ""), "apply", "-f", "-")
+	var theirs *unstructured.Unstructured
+	eventually(t, "beta's object on member-0", func() (bool, string) {
+		theirs = f.memberObject(t, 0, configmaps, "shop2", "same")
+		return theirs != nil, ""
+	})
+	// acme's whole life cycle of a same-named object on the same member.
+	f.kubectl.MustRun(t, configMap("shop", "same", "owner: acme", []string{"rz00a"}, ""), "apply", "-f", "-")
+	f.waitStatus(t, fedCMV2, "shop", "same", "rz00a=OK", "True")
+	f.kubectl.MustRun(t, configMap("shop", "same", "owner: acme2", []string{"rz00a"}, ""), "apply", "-f", "-")
+	f.kubectl.MustRun(t, `apiVersion: types.kubefed.io/v1beta2
+kind: FederatedConfigMap
+metadata: {name: same, namespace: shop}
+spec:
+  placement: {topologySelector: {matchLabels: {zone: z1}}}
+  template: {data: {owner: acme3}}
+`, "apply", "-f", "-")
+	f.waitStatus(t, fedCMV2, "shop", "same", "rz10a=OK", "True")
+	f.kubectl.MustRun(t, configMap("shop", "same", "owner: acme4", []string{"rz01a"}, ""), "apply", "-f", "-") // back to member-0, through acme's other cell
+	f.waitStatus(t, fedCMV2, "shop", "same", "rz01a=OK", "True")
+	f.kubectl.MustRun(t, "", "-n", "shop", "annotate", "federatedconfigmaps.v1beta2.types.kubefed.io", "same", "kubefed.io/orphan=true")
+	f.kubectl.MustRun(t, "", "-n", "shop", "delete", "federatedconfigmaps.v1beta2.types.kubefed.io", "same", "--timeout=60s")
+	after := f.memberObject(t, 0, configmaps, "shop2", "same")
+	if after == nil || after.GetUID() != theirs.GetUID() || after.GetResourceVersion() != theirs.GetResourceVersion() {
+		t.Fatalf("beta's member object changed while acme worked on its namesake: before uid %s rv %s, after %v", theirs.GetUID(), theirs.GetResourceVersion(), after)
+	}
+
+	// A cluster dedicated to beta refuses acme's cell, and a cluster
+	// acme's cells use cannot be dedicated to beta.
+	f.kubectl.MustRun(t, `apiVersion: core.kubefed.io/v1beta1
+kind: KubeFedCluster
+metadata: {name: beta-only, namespace: kube-federation-system, labels: {cellfed.io/tenant: beta}}
+spec: {apiEndpoint: "https://127.0.0.1:1", secretRef: {name: beta-only-token}}
+`, "apply", "-f", "-")
+	defer f.kubectl.MustRun(t, "", "-n", framework.KubeFedNamespace, "delete", "kubefedcluster", "beta-only")
+	f.ctl.fails(t, `cluster "beta-only" is dedicated to tenant "beta"`, "cell", "create", "rz99a", "-n", "shop", "--cluster=beta-only")
+	if _, err := f.kubectl.Run(ctx, "", "-n", framework.KubeFedNamespace, "label", "kubefedcluster", "member-2", "cellfed.io/tenant=beta"); err == nil ||
+		!strings.Contains(err.Error(), "cannot be dedicated to tenant \"beta\"") || !strings.Contains(err.Error(), `shop/rz20a (tenant "acme")`) {
+		t.Errorf("dedicating member-2 to beta: err = %v, want a refusal naming shop/rz20a", err)
+	}
+	// A workspace's tenancy labels cannot change under its objects.
+	if _, err := f.kubectl.Run(ctx, "", "label", "--overwrite", "namespace", "shop", "cellfed.io/tenant=beta"); err == nil ||
+		!strings.Contains(err.Error(), "would strand them") || !strings.Contains(err.Error(), "Cell/rz00a") {
+		t.Errorf("relabelling namespace shop: err = %v, want a refusal naming its cells", err)
+		if err == nil { // put it back for the other subtests
+			f.kubectl.MustRun(t, "", "label", "--overwrite", "namespace", "shop", "cellfed.io/tenant=acme")
+		}
+	}
 }

@@ -47,7 +47,6 @@ type TemplateRevisionSpec struct {
 	// Overrides are the federated object's spec.overrides (v1beta2).
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
 	// +optional
 	Overrides runtime.RawExtension `json:"overrides,omitempty"`
 	// Generation is the federated object's metadata.generation when the

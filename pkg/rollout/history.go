@@ -117,6 +117,8 @@ func (h History) Record(ctx context.Context, obj *unstructured.Unstructured) (*c
 			return nil, fmt.Errorf("renumbering template revision %s/%s: %w", obj.GetNamespace(), rev.Name, err)
 		}
 		rev.Spec.Revision = top + 1
+		copied := *rev
+		rev = &copied
 	} else {
 		rev, err = h.create(ctx, obj, hash, top+1)
 		if err != nil {

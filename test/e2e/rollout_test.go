@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -394,5 +393,4 @@ func testAutoRolloutDeadline(t *testing.T, f *federation) {
 	if m := maskOf(f.fedObject(t, "slow")); m != "rz00a,rz10a" {
 		t.Errorf("mask after resume: %s, want rz00a,rz10a", m)
 	}
-	_ = time.Second
 }

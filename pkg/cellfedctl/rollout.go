@@ -430,7 +430,7 @@ func (s *rolloutStartOptions) run(cmd *cobra.Command, arg string) error {
 	}
 	switch {
 	case s.auto && !cmd.Flags().Changed("batch"):
-		return fmt.Errorf("--auto needs --batch=N: the number of cells each automatic step releases (e.g. --auto --batch=1)")
+		return fmt.Errorf("--auto needs --batch=N; pass the number of cells each automatic step releases, e.g. --auto --batch=1")
 	case !s.auto && (s.pauseOnFailure || cmd.Flags().Changed("progress-deadline")):
 		return fmt.Errorf("--pause-on-failure and --progress-deadline apply to automatic rollouts; add --auto --batch=N, or drop them")
 	case s.deadline < 0:

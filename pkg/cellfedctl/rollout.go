@@ -85,10 +85,20 @@ type target struct {
 }
 
 // ref is how messages name the object: federateddeployment shop/web.
-func (t *target) ref() string { return strings.ToLower(t.typ.Kind) + " " + t.ns + "/" + t.name }
+func (t *target) ref() string {
+	if t.ns == "" {
+		return strings.ToLower(t.typ.Kind) + " " + t.name
+	}
+	return strings.ToLower(t.typ.Kind) + " " + t.ns + "/" + t.name
+}
 
 // cmdRef is the object as a command argument with its namespace.
-func (t *target) cmdRef() string { return t.typ.ref(t.name) + " -n " + t.ns }
+func (t *target) cmdRef() string {
+	if t.ns == "" {
+		return t.typ.ref(t.name)
+	}
+	return t.typ.ref(t.name) + " -n " + t.ns
+}
 
 // load resolves arg and reads the object and what its placement selects.
 func (r *rolloutOptions) load(ctx context.Context, arg string) (*target, error) {
@@ -297,6 +307,15 @@ func (t *target) update(ctx context.Context, mutate func(obj *unstructured.Unstr
 	}
 }
 
+// bookkeeping are the rollout annotations the rollout controller keeps
+// up to date on its own (state, the template it recorded, the batch's
+// clock): a change of these alone does not invalidate a command's
+// decision.
+var bookkeeping = map[string]bool{
+	rollout.AnnotationState: true, rollout.AnnotationMessage: true,
+	rollout.AnnotationTemplateHash: true, rollout.AnnotationProgressSince: true,
+}
+
 // changedSince says what changed between two reads of an object that a
 // rollout command decides from: the spec (generation), the object's
 // identity, the rollout label and annotations. "" when nothing did.
@@ -312,7 +331,7 @@ func changedSince(old, cur *unstructured.Unstructured) string {
 	pick := func(m map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range m {
-			if strings.HasPrefix(k, rollout.Prefix) && k != rollout.AnnotationState && k != rollout.AnnotationMessage {
+			if strings.HasPrefix(k, rollout.Prefix) && !bookkeeping[k] {
 				out[k] = v
 			}
 		}

@@ -112,6 +112,8 @@ func TestGuardedUpdate(t *testing.T) {
 		err       string
 	}{
 		{name: "only status and state changed: retried", meanwhile: fedObj(3, "11", map[string]any{rollout.AnnotationState: "Progressing"})},
+		{name: "the controller recorded a template: retried", meanwhile: fedObj(3, "11", map[string]any{
+			rollout.AnnotationState: "Progressing", rollout.AnnotationTemplateHash: "abc", rollout.AnnotationProgressSince: "2026-11-23T10:00:00Z"})},
 		{name: "spec changed", meanwhile: fedObj(4, "11", nil), err: "changed since it was read (its spec changed: generation 3, now 4); nothing was written: re-run the command"},
 		{name: "paused meanwhile", meanwhile: fedObj(3, "11", map[string]any{rollout.AnnotationPaused: "true"}),
 			err: "its rollout annotations changed: rollout.cellfed.io/paused"},

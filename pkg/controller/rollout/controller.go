@@ -165,7 +165,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	set, err := rollout.SettingsOf(obj)
 	if err != nil {
 		// A person has to fix it; say so on the object, once.
-		return 0, c.writeState(ctx, obj, rollout.Decision{State: rollout.StatePaused, Message: err.Error() + "; fix the annotation"})
+		return 0, c.writeState(ctx, obj, rollout.Decision{State: rollout.StateWaiting, Message: err.Error() + "; fix the annotation"})
 	}
 	hash := rollout.TemplateHash(obj)
 
@@ -208,7 +208,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	placed, err := rollout.Placed(fed, candidates)
 	if err != nil {
-		return 0, c.writeState(ctx, obj, rollout.Decision{State: rollout.StatePaused, Message: err.Error()})
+		return 0, c.writeState(ctx, obj, rollout.Decision{State: rollout.StateWaiting, Message: err.Error() + "; fix the placement"})
 	}
 	d := rollout.Decide(rollout.Input{
 		Settings: set, Placed: placed, Mask: rollout.Mask(fed), Rows: rollout.Rows(fed, placed), Hash: hash, Now: c.now(),

@@ -74,6 +74,7 @@ order spec.placement.topologies lists them (name order for a selector).`,
 // target is a federated object a rollout command works on, as read.
 type target struct {
 	c            *planeClients
+	prog         string // "cellfedctl" or "kubectl cellfed", for hints
 	fedNamespace string
 	typ          fedType
 	ns           string
@@ -82,6 +83,15 @@ type target struct {
 	fed          *typesv1beta2.FederatedObject
 	placed       []string
 	set          rollout.Settings
+}
+
+// errorf is fmt.Errorf for messages whose hints quote `cellfedctl …`
+// commands: they name the program as it was invoked (kubectl cellfed).
+func (t *target) errorf(format string, args ...any) error {
+	if t.prog != "" {
+		format = strings.ReplaceAll(format, "`cellfedctl ", "`"+t.prog+" ")
+	}
+	return fmt.Errorf(format, args...)
 }
 
 // ref is how messages name the object: federateddeployment shop/web.
@@ -121,7 +131,7 @@ func (r *rolloutOptions) load(ctx context.Context, arg string) (*target, error) 
 	if !typ.Namespaced {
 		ns = ""
 	}
-	t := &target{c: c, fedNamespace: r.fedNamespace, typ: typ, ns: ns, name: name}
+	t := &target{c: c, prog: r.name, fedNamespace: r.fedNamespace, typ: typ, ns: ns, name: name}
 	if err := t.read(ctx); err != nil {
 		return nil, err
 	}
@@ -205,7 +215,7 @@ func (t *target) checkCells(ctx context.Context, cells []string) error {
 		if rollout.TopologyType(t.fed) == typesv1beta2.TopologyCell {
 			_, err := t.c.Dynamic.Resource(cellResource).Namespace(t.ns).Get(ctx, cell, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("unknown cell %q: namespace %s has no such Cell; name placed cells of %s (%s), list the cells with `cellfedctl cell list -n %s`",
+				return t.errorf("unknown cell %q: namespace %s has no such Cell; name placed cells of %s (%s), list the cells with `cellfedctl cell list -n %s`",
 					cell, t.ns, t.ref(), joinOr(t.placed, "none"), t.ns)
 			}
 			if err != nil {
@@ -301,7 +311,7 @@ func (t *target) update(ctx context.Context, mutate func(obj *unstructured.Unstr
 		}
 		if what := changedSince(base, fresh); what != "" {
 			return nil, fmt.Errorf("%s changed since it was read (%s); nothing was written: re-run the command to act on its current state (`%s rollout status %s` shows it)",
-				t.ref(), what, "cellfedctl", t.cmdRef())
+				t.ref(), what, t.prog, t.cmdRef())
 		}
 		cur = fresh
 	}
@@ -361,7 +371,7 @@ func (t *target) inProgress(cmdName string) error {
 	if t.mask() != nil {
 		return nil
 	}
-	return fmt.Errorf("no rollout in progress on %s: it has no placement mask, every placed cell is released; start one with `cellfedctl rollout start %s --cells=<cell>` before %s",
+	return t.errorf("no rollout in progress on %s: it has no placement mask, every placed cell is released; start one with `cellfedctl rollout start %s --cells=<cell>` before %s",
 		t.ref(), t.cmdRef(), cmdName)
 }
 
@@ -374,7 +384,7 @@ func (t *target) notPaused(what string) error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	return fmt.Errorf("the rollout of %s is paused (%s), %s would move its mask; run `cellfedctl rollout resume %s` first", t.ref(), reason, what, t.cmdRef())
+	return t.errorf("the rollout of %s is paused (%s), %s would move its mask; run `cellfedctl rollout resume %s` first", t.ref(), reason, what, t.cmdRef())
 }
 
 // readyCheck fails unless every released cell is updated and ready.
@@ -386,7 +396,7 @@ func (t *target) readyCheck(force bool, what string) error {
 	if sum.Done {
 		return nil
 	}
-	return fmt.Errorf("not every released cell of %s is updated and ready: %s; wait with `cellfedctl rollout status %s --watch`, or pass --force to %s anyway",
+	return t.errorf("not every released cell of %s is updated and ready: %s; wait with `cellfedctl rollout status %s --watch`, or pass --force to %s anyway",
 		t.ref(), strings.Join(sum.Waiting, ", "), t.cmdRef(), what)
 }
 
@@ -463,7 +473,7 @@ func (s *rolloutStartOptions) run(cmd *cobra.Command, arg string) error {
 		return err
 	}
 	if m := t.mask(); m != nil {
-		return fmt.Errorf("a rollout is in progress on %s already (released: %s); widen it with `cellfedctl rollout next %s`, or end it with `cellfedctl rollout finish %s`",
+		return t.errorf("a rollout is in progress on %s already (released: %s); widen it with `cellfedctl rollout next %s`, or end it with `cellfedctl rollout finish %s`",
 			t.ref(), joinOr(m, "no cell"), t.cmdRef(), t.cmdRef())
 	}
 	if len(t.placed) == 0 {
@@ -581,7 +591,7 @@ func (n *rolloutNextOptions) run(cmd *cobra.Command, arg string) error {
 	batch := cells
 	if batch == nil {
 		if batch = rollout.NextBatch(t.placed, mask, n.batch); len(batch) == 0 {
-			return fmt.Errorf("every placed cell of %s is released already; end the rollout with `cellfedctl rollout finish %s`", t.ref(), t.cmdRef())
+			return t.errorf("every placed cell of %s is released already; end the rollout with `cellfedctl rollout finish %s`", t.ref(), t.cmdRef())
 		}
 	} else {
 		if err := t.checkCells(ctx, cells); err != nil {

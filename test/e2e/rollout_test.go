@@ -304,6 +304,15 @@ func testAutoRollout(t *testing.T, outer *testing.T, f *federation) {
 		t.Fatalf("mask moved before the template changed: %s", m)
 	}
 
+	// A person follows the rollout with status --watch meanwhile.
+	watch := exec.Command(f.ctl.bin, "--kubeconfig="+f.ctl.kubeconfig, "rollout", "status", "deployment/auto", "-n", "shop", "--watch", "--timeout=5m")
+	var watchOut strings.Builder
+	watch.Stdout, watch.Stderr = &watchOut, &watchOut
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watch.Process.Kill() }()
+
 	f.setImage(t, "auto", "app:2")
 	f.waitImage(t, 0, "auto", "app:2", 2)
 	if m := maskOf(f.fedObject(t, "auto")); m != "rz00a" {
@@ -327,9 +336,9 @@ func testAutoRollout(t *testing.T, outer *testing.T, f *federation) {
 		return maskOf(obj) == "<none>" && obj.GetAnnotations()["rollout.cellfed.io/state"] == "Finished",
 			fmt.Sprintf("mask %s annotations %v", maskOf(obj), obj.GetAnnotations())
 	})
-	out, errOut, code := f.ctl.run(t, "rollout", "status", "deployment/auto", "-n", "shop", "--watch", "--timeout=2m")
-	if code != 0 || !strings.Contains(out, "rollout complete") {
-		t.Errorf("rollout status --watch after the finish: exit %d\n%s%s", code, out, errOut)
+	if err := watch.Wait(); err != nil || !strings.HasSuffix(watchOut.String(), "rollout complete: all 3 placed cells updated and ready\n") ||
+		strings.Count(watchOut.String(), "federateddeployment shop/auto: generation") < 4 {
+		t.Errorf("rollout status --watch during the rollout: %v, want exit 0 after redrawing the table as the rollout went on:\n%s", err, watchOut.String())
 	}
 	out = f.ctl.ok(t, "rollout", "history", "deployment/auto", "-n", "shop")
 	if r := rowOf(out, "2"); len(r) < 6 || r[3] != "app:2" || r[5] != "*" {

@@ -85,16 +85,14 @@ func (f *federation) waitSettled(t *testing.T, gvr schema.GroupVersionResource, 
 	return tops
 }
 
-func (f *federation) memberDeployment(t *testing.T, i int, name string) (image string, generation int64, rv string) {
+func (f *federation) memberDeployment(t *testing.T, i int, name string) (img string, generation int64, rv string) {
 	t.Helper()
 	obj := f.memberObject(t, i, deployments, "shop", name)
 	if obj == nil {
 		return "", 0, ""
 	}
-	return imageOf(obj), obj.GetGeneration(), obj.GetResourceVersion()
+	return image(obj), obj.GetGeneration(), obj.GetResourceVersion()
 }
-
-func imageOf(obj *unstructured.Unstructured) string { return image(obj) }
 
 // patchMemberStatus plays the member's controllers: it merges status
 // into the member object's status subresource.

@@ -104,6 +104,25 @@ spec:
 		}
 	})
 
+	t.Run("a placement mask is cellfed-controller's extension: KubeFed ignores it", func(t *testing.T) {
+		k.MustRun(t, `
+apiVersion: types.kubefed.io/v1beta2
+kind: FederatedConfigMap
+metadata: {name: masked, namespace: shop}
+spec:
+  template: {data: {color: green}}
+  placement: {topologies: [{name: rz00a}, {name: rz10a}]}
+  placementMask: {topologies: [{name: rz00a}]}
+`, "apply", "-f", "-")
+		for i, c := range []kubernetes.Interface{c0, c1} {
+			waitFor(t, fmt.Sprintf("config map masked in member-%d", i), func(ctx context.Context) (bool, error) {
+				cm, err := c.CoreV1().ConfigMaps("shop").Get(ctx, "masked", metav1.GetOptions{})
+				return err == nil && cm.Data["color"] == "green", err
+			})
+		}
+		waitTopologyStatus(t, k, "federatedconfigmaps.v1beta2.types.kubefed.io", "masked", []string{"rz00a", "rz10a"})
+	})
+
 	t.Run("a template update and a per-cell override propagate", func(t *testing.T) {
 		k.MustRun(t, "", "-n", "shop", "patch", fdV1beta2, "web", "--type=merge", "-p",
 			`{"spec":{"template":{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}}},`+

@@ -401,9 +401,10 @@ func (t *target) readyCheck(force bool, what string) error {
 }
 
 // record adds the object's current template to its history; a failure
-// is a warning, as the change itself was written.
+// is a warning, as the change itself was written. Pruning is left to the
+// rollout controller (--rollout-history-limit), so one limit applies.
 func (r *rolloutOptions) record(ctx context.Context, t *target, obj *unstructured.Unstructured) {
-	if _, err := (rollout.History{Client: t.c.Dynamic}).Record(ctx, obj); err != nil {
+	if _, err := (rollout.History{Client: t.c.Dynamic, Limit: -1}).Record(ctx, obj); err != nil {
 		fmt.Fprintf(r.streams.ErrOut, "Warning: %s: recording the template in the rollout history: %v (rollout undo may not find it)\n", t.ref(), oneLine(err.Error()))
 	}
 }

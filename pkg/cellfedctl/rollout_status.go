@@ -352,7 +352,8 @@ func newRolloutHistoryCommand(r *rolloutOptions) *cobra.Command {
 		Long: fmt.Sprintf(`List the object's TemplateRevisions, oldest first: REVISION (undo
 --to-revision takes it), the template hash, the object's generation when it
 was recorded, the container images of the template, and which one the
-object runs now. At most %d are kept per object; they are deleted with it.`, rollout.DefaultHistoryLimit),
+object runs now. cellfed-controller keeps the newest %d per object (its
+--rollout-history-limit); they are deleted with the object.`, rollout.DefaultHistoryLimit),
 		Example: examples(r.name, "rollout history deployment/web -n shop"),
 		Args:    exactArgs(1, "one object as <kind>/<name>"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -25,7 +25,8 @@ var RevisionResource = cellv1alpha1.SchemeGroupVersion.WithResource("templaterev
 type History struct {
 	Client dynamic.Interface
 	// Limit is how many revisions are kept per object (DefaultHistoryLimit
-	// when 0).
+	// when 0; a negative limit prunes nothing, for writers that leave
+	// pruning to the rollout controller).
 	Limit int
 }
 
@@ -105,7 +106,10 @@ func (h History) Record(ctx context.Context, obj *unstructured.Unstructured) (*c
 		}
 		rev = &revs[i]
 		if rev.Spec.Revision == top {
-			return rev, nil // recorded already
+			// Recorded already (perhaps by a writer that does not prune).
+			found := *rev
+			h.prune(ctx, obj, revs, hash)
+			return &found, nil
 		}
 	}
 	if rev != nil {
@@ -191,7 +195,10 @@ func (h History) create(ctx context.Context, obj *unstructured.Unstructured, has
 // the current template. Failures are logged: the next Record retries.
 func (h History) prune(ctx context.Context, obj *unstructured.Unstructured, revs []cellv1alpha1.TemplateRevision, current string) {
 	limit := h.Limit
-	if limit <= 0 {
+	switch {
+	case limit < 0:
+		return
+	case limit == 0:
 		limit = DefaultHistoryLimit
 	}
 	extra := len(revs) - limit

@@ -68,6 +68,19 @@ func TestHistory(t *testing.T) {
 	if got := numbers(fedDeployment("")); !slices.Equal(got, []string{"4:app:3", "5:app:4", "6:app:5"}) {
 		t.Fatalf("with limit 3: %v", got)
 	}
+	// A writer that leaves pruning to the controller prunes nothing.
+	if _, err := (History{Client: client, Limit: -1}).Record(ctx, fedDeployment("app:6")); err != nil {
+		t.Fatal(err)
+	}
+	if got := numbers(fedDeployment("")); len(got) != 4 {
+		t.Fatalf("Limit -1 pruned: %v", got)
+	}
+	if _, err := h.Record(ctx, fedDeployment("app:6")); err != nil {
+		t.Fatal(err)
+	}
+	if got := numbers(fedDeployment("")); !slices.Equal(got, []string{"5:app:4", "6:app:5", "7:app:6"}) {
+		t.Fatalf("with limit 3 after app:6 (recorded already): %v", got)
+	}
 	// Restore puts template and overrides back.
 	revs, _ = h.List(ctx, fedDeployment(""))
 	obj := fedDeployment("app:9")

@@ -32,6 +32,7 @@ func TestRollout(t *testing.T) {
 	outer := t
 	t.Run("manual rollout: start, status, pause, next, undo, finish", func(t *testing.T) { testManualRollout(t, f) })
 	t.Run("bad input writes nothing", func(t *testing.T) { testRolloutBadInput(t, f) })
+	t.Run("selector placement of another type", func(t *testing.T) { testRolloutSelector(t, f) })
 	t.Run("automatic rollout across a controller restart", func(t *testing.T) { testAutoRollout(t, outer, f) })
 	t.Run("automatic rollout pauses on a failing cell", func(t *testing.T) { testAutoRolloutFailure(t, f) })
 	t.Run("automatic rollout pauses at the progress deadline", func(t *testing.T) { testAutoRolloutDeadline(t, f) })
@@ -402,4 +403,49 @@ func testAutoRolloutDeadline(t *testing.T, f *federation) {
 	if m := maskOf(f.fedObject(t, "slow")); m != "rz00a,rz10a" {
 		t.Errorf("mask after resume: %s, want rz00a,rz10a", m)
 	}
+}
+
+// testRolloutSelector rolls a FederatedConfigMap placed by a cell
+// selector out: its cells come in name order, and a kind without a
+// readiness rule is ready once propagated.
+func testRolloutSelector(t *testing.T, f *federation) {
+	f.kubectl.MustRun(t, `apiVersion: types.kubefed.io/v1beta2
+kind: FederatedConfigMap
+metadata: {name: settings, namespace: shop}
+spec:
+  placement: {topologySelector: {matchExpressions: [{key: zone, operator: In, values: [z2, z1]}]}}
+  template: {data: {level: "1"}}
+`, "apply", "-f", "-")
+	fedCM := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
+	f.waitSettled(t, fedCM, "shop", "settings", map[string]string{"rz10a": "OK", "rz20a": "OK"})
+	out := f.ctl.ok(t, "rollout", "start", "configmap/settings", "-n", "shop", "--batch=1")
+	if !strings.Contains(out, "released rz10a (1 of 2 placed cells); held back: rz20a") {
+		t.Errorf("rollout start of a selector placement printed %q, want the first cell by name", out)
+	}
+	f.kubectl.MustRun(t, "", "-n", "shop", "patch", "federatedconfigmaps.v1beta2.types.kubefed.io", "settings", "--type=merge", "-p", `{"spec":{"template":{"data":{"level":"2"}}}}`)
+	eventually(t, "rz10a gets level 2, rz20a keeps 1", func() (bool, string) {
+		a, b := f.memberObject(t, 1, configmaps, "shop", "settings"), f.memberObject(t, 2, configmaps, "shop", "settings")
+		if a == nil || b == nil {
+			return false, "missing in a member"
+		}
+		la, _, _ := unstructured.NestedString(a.Object, "data", "level")
+		lb, _, _ := unstructured.NestedString(b.Object, "data", "level")
+		return la == "2" && lb == "1", "rz10a level " + la + ", rz20a level " + lb
+	})
+	var status string
+	eventually(t, "status of the selector rollout exits 0", func() (bool, string) {
+		o, e, code := f.ctl.run(t, "rollout", "status", "federatedconfigmap/settings", "-n", "shop")
+		status = o
+		return code == 0, fmt.Sprintf("exit %d\n%s%s", code, o, e)
+	})
+	if r := rowOf(status, "rz10a"); len(r) < 4 || r[1] != "updated" || r[3] != "true" {
+		t.Errorf("rz10a row %v\n%s", r, status)
+	}
+	f.ctl.ok(t, "rollout", "next", "configmap/settings", "-n", "shop", "--batch=1")
+	f.ctl.ok(t, "rollout", "finish", "configmaps/settings", "-n", "shop", "--force")
+	eventually(t, "rz20a gets level 2 after finish", func() (bool, string) {
+		b := f.memberObject(t, 2, configmaps, "shop", "settings")
+		lb, _, _ := unstructured.NestedString(b.Object, "data", "level")
+		return lb == "2", "rz20a level " + lb
+	})
 }

@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/cellfed/cellfed/test/framework"
 )
@@ -32,6 +36,7 @@ func TestRollout(t *testing.T) {
 	outer := t
 	t.Run("manual rollout: start, status, pause, next, undo, finish", func(t *testing.T) { testManualRollout(t, f) })
 	t.Run("bad input writes nothing", func(t *testing.T) { testRolloutBadInput(t, f) })
+	t.Run("a change meanwhile is a conflict, nothing half-applied", func(t *testing.T) { testRolloutConflict(t, f) })
 	t.Run("selector placement of another type", func(t *testing.T) { testRolloutSelector(t, f) })
 	t.Run("automatic rollout across a controller restart", func(t *testing.T) { testAutoRollout(t, outer, f) })
 	t.Run("automatic rollout pauses on a failing cell", func(t *testing.T) { testAutoRolloutFailure(t, f) })
@@ -449,3 +454,85 @@ spec:
 		return lb == "2", "rz20a level " + lb
 	})
 }
+
+// testRolloutConflict makes another writer change the object between
+// cellfedctl's read and its write: cellfedctl talks to the plane through
+// a proxy that, before passing on the command's first update, changes
+// the template with the test's own client.
+func testRolloutConflict(t *testing.T, f *federation) {
+	f.rolloutObject(t, "race")
+	f.ctl.ok(t, "rollout", "start", "deployment/race", "-n", "shop", "--cells=rz00a")
+	f.rolloutStatus(t, "race", 0)
+
+	cfg := f.plane.RESTConfig(t)
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meanwhile func()
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL.Scheme, r.Out.URL.Host = "https", strings.TrimPrefix(cfg.Host, "https://")
+		},
+		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/federateddeployments/race") && meanwhile != nil {
+				meanwhile()
+				meanwhile = nil
+			}
+			return transport.RoundTrip(r)
+		}),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	kubeconfig := filepath.Join(t.TempDir(), "proxy.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: proxy, cluster: {server: "http://`+ln.Addr().String()+`"}}]
+contexts: [{name: proxy, context: {cluster: proxy, user: anyone}}]
+users: [{name: anyone, user: {}}]
+current-context: proxy
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	viaProxy := cellfedctl{bin: f.ctl.bin, kubeconfig: kubeconfig}
+
+	// Only the status changes meanwhile (the controllers do that all the
+	// time): the command retries and succeeds.
+	meanwhile = func() { f.patchMemberStatus(t, 0, deployments, "shop", "race", deploymentStatus(1, 2, 2)); f.touchStatus(t, "race") }
+	viaProxy.ok(t, "rollout", "pause", "deployment/race", "-n", "shop")
+	viaProxy.ok(t, "rollout", "resume", "deployment/race", "-n", "shop")
+
+	// The template changes meanwhile: the command fails, the mask stays.
+	meanwhile = func() { f.setImage(t, "race", "app:other") }
+	before := f.fedObject(t, "race")
+	line := viaProxy.fails(t, "federateddeployment shop/race changed since it was read (its spec changed: generation", "rollout", "next", "deployment/race", "-n", "shop", "--cells=rz10a")
+	if !strings.Contains(line, "nothing was written: re-run the command") {
+		t.Errorf("conflict message %q does not say what to do", line)
+	}
+	after := f.fedObject(t, "race")
+	if maskOf(after) != "rz00a" || after.GetGeneration() != before.GetGeneration()+1 {
+		t.Fatalf("after the refused next: mask %s generation %d (was %d), want rz00a and only the other writer's change", maskOf(after), after.GetGeneration(), before.GetGeneration())
+	}
+}
+
+// touchStatus writes the object's status (a condition's message), as the
+// propagation controller does, moving its resourceVersion.
+func (f *federation) touchStatus(t *testing.T, name string) {
+	t.Helper()
+	obj := f.fedObject(t, name)
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	conds = append(conds, map[string]any{"type": "TestTouched", "status": "True", "message": fmt.Sprint(len(conds))})
+	_ = unstructured.SetNestedSlice(obj.Object, conds, "status", "conditions")
+	if _, err := f.dyn.Resource(fedDeployV2).Namespace("shop").UpdateStatus(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the status of %s: %v", name, err)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

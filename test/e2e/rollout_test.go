@@ -503,7 +503,10 @@ current-context: proxy
 
 	// Only the status changes meanwhile (the controllers do that all the
 	// time): the command retries and succeeds.
-	meanwhile = func() { f.patchMemberStatus(t, 0, deployments, "shop", "race", deploymentStatus(1, 2, 2)); f.touchStatus(t, "race") }
+	meanwhile = func() {
+		f.patchMemberStatus(t, 0, deployments, "shop", "race", deploymentStatus(1, 2, 2))
+		f.touchStatus(t, "race")
+	}
 	viaProxy.ok(t, "rollout", "pause", "deployment/race", "-n", "shop")
 	viaProxy.ok(t, "rollout", "resume", "deployment/race", "-n", "shop")
 

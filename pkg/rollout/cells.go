@@ -234,17 +234,14 @@ func NextBatch(placed, mask []string, n int) []string {
 	return out
 }
 
-// Widen is mask with cells added, in placed order (names no longer
-// placed stay, at the end, as the person who masked them wrote them).
+// Widen is mask with cells added, in placed order. Mask entries no longer
+// placed (a selector that stopped selecting a cell) are dropped: a mask
+// only narrows the placement, and admission refuses a mask naming
+// unplaced cells.
 func Widen(placed, mask, cells []string) []string {
-	var out []string
+	out := []string{}
 	for _, c := range placed {
 		if slices.Contains(mask, c) || slices.Contains(cells, c) {
-			out = append(out, c)
-		}
-	}
-	for _, c := range mask {
-		if !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}

@@ -213,6 +213,19 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	d := rollout.Decide(rollout.Input{
 		Settings: set, Placed: placed, Mask: rollout.Mask(fed), Rows: rollout.Rows(fed, placed), Hash: hash, Now: c.now(),
 	})
+	after, err := c.apply(ctx, key, obj, d)
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		// The plane refuses the step (e.g. the placement changed under
+		// the mask): say so on the object instead of retrying forever.
+		return 0, c.writeState(ctx, obj, rollout.Decision{State: rollout.StateWaiting,
+			Message: fmt.Sprintf("the plane refused to %s: %v; fix the object or pause the rollout", d.Step, err)})
+	}
+	return after, err
+}
+
+// apply carries a decision out.
+func (c *Controller) apply(ctx context.Context, key string, obj *unstructured.Unstructured, d rollout.Decision) (time.Duration, error) {
+	logger := klog.FromContext(ctx).WithValues("object", key)
 	switch d.Step {
 	case rollout.Advance:
 		logger.Info("Releasing the next batch", "mask", d.Mask, "message", d.Message)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -73,8 +74,9 @@ func TestReconcile(t *testing.T) {
 	cases := []struct {
 		name string
 		obj  *unstructured.Unstructured
-		// conflict makes the update fail with a conflict.
-		conflict bool
+		// conflict makes the update fail with a conflict; refuse makes
+		// the first update fail as admission refuses it.
+		conflict, refuse bool
 		check    func(t *testing.T, written *unstructured.Unstructured, revisions int)
 	}{
 		{
@@ -130,6 +132,17 @@ func TestReconcile(t *testing.T) {
 			check:    func(t *testing.T, w *unstructured.Unstructured, _ int) { expectNoWrite(t, w) },
 		},
 		{
+			name:   "step refused by admission: the reason recorded, no retry",
+			obj:    object("app:2", []string{"a"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
+			refuse: true,
+			check: func(t *testing.T, w *unstructured.Unstructured, _ int) {
+				m, _ := rollout.Decode(w)
+				if msg := w.GetAnnotations()[rollout.AnnotationMessage]; !strings.Contains(msg, "the plane refused to advance") || strings.Join(rollout.Mask(m), ",") != "a" {
+					t.Errorf("message %q mask %v", msg, rollout.Mask(m))
+				}
+			},
+		},
+		{
 			name: "bad annotation: the reason recorded, nothing moved",
 			obj:  object("app:2", []string{"a"}, map[string]string{rollout.AnnotationBatchSize: "many"}),
 			check: func(t *testing.T, w *unstructured.Unstructured, _ int) {
@@ -148,6 +161,11 @@ func TestReconcile(t *testing.T) {
 			client.PrependReactor("update", "federateddeployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
 				if tc.conflict {
 					return true, nil, apierrors.NewConflict(fedDeploy.GroupResource(), "web", nil)
+				}
+				if tc.refuse {
+					tc.refuse = false
+					return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "types.kubefed.io", Kind: "FederatedDeployment"}, "web",
+						field.ErrorList{field.Invalid(field.NewPath("spec", "placementMask"), "b", "not placed")})
 				}
 				written = a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 				return true, written, nil

@@ -77,7 +77,7 @@ func TestReconcile(t *testing.T) {
 		// conflict makes the update fail with a conflict; refuse makes
 		// the first update fail as admission refuses it.
 		conflict, refuse bool
-		check    func(t *testing.T, written *unstructured.Unstructured, revisions int)
+		check            func(t *testing.T, written *unstructured.Unstructured, revisions int)
 	}{
 		{
 			name: "new template: recorded, clock restarted, mask unchanged",

@@ -41,6 +41,7 @@ func TestRollout(t *testing.T) {
 	t.Run("automatic rollout across a controller restart", func(t *testing.T) { testAutoRollout(t, outer, f) })
 	t.Run("automatic rollout pauses on a failing cell", func(t *testing.T) { testAutoRolloutFailure(t, f) })
 	t.Run("automatic rollout pauses at the progress deadline", func(t *testing.T) { testAutoRolloutDeadline(t, f) })
+	t.Run("the history is deleted with the object", func(t *testing.T) { testHistoryDeleted(t, f) })
 }
 
 // rolloutObject is a FederatedDeployment on the three rollout cells,
@@ -232,9 +233,13 @@ func testManualRollout(t *testing.T, f *federation) {
 		t.Errorf("status after finish:\n%s", out)
 	}
 	f.ctl.fails(t, "no rollout in progress", "rollout", "next", "deployment/web", "-n", "shop", "--batch=1")
+}
 
-	// The history goes with the object (garbage collector).
-	uid := obj.GetUID()
+// testHistoryDeleted: the history goes with the object (the plane's
+// garbage collector; last, as its monitors of new types start with its
+// periodic sync).
+func testHistoryDeleted(t *testing.T, f *federation) {
+	uid := f.fedObject(t, "web").GetUID()
 	f.kubectl.MustRun(t, "", "delete", "federateddeployments.v1beta2.types.kubefed.io", "-n", "shop", "web", "--timeout=60s")
 	eventually(t, "template revisions of the deleted object garbage-collected", func() (bool, string) {
 		list, err := f.dyn.Resource(revisions).Namespace("shop").List(context.Background(), metav1.ListOptions{LabelSelector: "rollout.cellfed.io/owner-uid=" + string(uid)})

@@ -54,6 +54,9 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		}
 		crds = append(crds, crd)
 	}
+	for _, crd := range crds {
+		extend(crd)
+	}
 	sort.Slice(crds, func(i, j int) bool { return crds[i].Name < crds[j].Name })
 	for i := 1; i < len(crds); i++ {
 		if crds[i].Name == crds[i-1].Name {
@@ -96,4 +99,29 @@ func decodeCRD(data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 		return nil, fmt.Errorf("got %v, want an apiextensions.k8s.io/v1 CustomResourceDefinition", gvk)
 	}
 	return crd, nil
+}
+
+// extend adds cellfed's extensions of KubeFed's API to the generated
+// CRDs (upstream KubeFed ignores them): FederatedTypeConfig
+// spec.propagatingAnnotations, the annotation keys propagated as spec.
+func extend(crd *apiextensionsv1.CustomResourceDefinition) {
+	if crd.Name != "federatedtypeconfigs.core.kubefed.io" {
+		return
+	}
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		if !ok {
+			continue
+		}
+		spec.Properties["propagatingAnnotations"] = apiextensionsv1.JSONSchemaProps{
+			Type:        "array",
+			Description: "cellfed: annotation key patterns (\"*\" matches any run of characters) propagated as spec: set from the template, updated, and removed from members when they leave it. Other annotations are the members' own. Unset: every template annotation is propagated and none removed.",
+			Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}},
+		}
+		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
 }

@@ -1567,6 +1567,10 @@ federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedDeploy
 propagation: Enabled
 `), want: invalid, msgs: []string{"spec.targetType.version", "spec.targetType.kind", "spec.targetType.pluralName"}},
 		{name: "status updates are not checked here", sub: "status", op: Update, obj: typeConfig("x", "{}"), old: typeConfig("x", "{}")},
+		{name: "annotation propagation patterns", obj: typeConfig("deployments.apps", goodTypeConfig+`propagatingAnnotations: ["service.beta.kubernetes.io/*", "example.com/exact-key"]
+`)},
+		{name: "bad annotation propagation patterns", obj: typeConfig("deployments.apps", goodTypeConfig+`propagatingAnnotations: ["Bad Key/*", "", "example.com/x", "example.com/x"]
+`), want: invalid, msgs: []string{"spec.propagatingAnnotations[0]", "not an annotation key pattern", "spec.propagatingAnnotations[1]", "matches nothing", "spec.propagatingAnnotations[3]: Duplicate"}},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 // KubeFed's admission for its own objects (its webhook in
@@ -168,6 +171,36 @@ func validateTypeConfig(r Request) field.ErrorList {
 	}
 	if c.Spec.StatusCollection != nil {
 		errs = append(errs, enum(spec.Child("statusCollection"), string(*c.Spec.StatusCollection), string(fedv1beta1.StatusCollectionEnabled), string(fedv1beta1.StatusCollectionDisabled))...)
+	}
+	return append(errs, validatePropagatingAnnotations(spec.Child(federatedtypes.PropagatingAnnotationsField), r.Object.Object)...)
+}
+
+// validatePropagatingAnnotations checks cellfed's extension of the
+// FederatedTypeConfig: a list of annotation key patterns, each once.
+func validatePropagatingAnnotations(path *field.Path, content map[string]any) field.ErrorList {
+	raw, found, _ := unstructured.NestedFieldNoCopy(content, "spec", federatedtypes.PropagatingAnnotationsField)
+	if !found || raw == nil {
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return field.ErrorList{field.Invalid(path, raw, "must be a list of annotation key patterns, e.g. [\"service.beta.kubernetes.io/*\"]")}
+	}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, v := range list {
+		p, ok := v.(string)
+		if !ok {
+			errs = append(errs, field.Invalid(path.Index(i), v, "must be a string"))
+			continue
+		}
+		if err := federatedtypes.ValidateKeyPattern(p); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), p, err.Error()))
+		}
+		if seen[p] {
+			errs = append(errs, field.Duplicate(path.Index(i), p))
+		}
+		seen[p] = true
 	}
 	return errs
 }

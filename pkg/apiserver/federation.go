@@ -244,7 +244,7 @@ func (f federationAPI) enableDefaultTypes(ctx context.Context, kube kubernetes.I
 		todo = append(todo, enable{t, schema})
 	}
 	for _, e := range todo {
-		if err := federatedtypes.Enable(ctx, c, e.target, e.schema, &f.webhook, f.namespace); err != nil {
+		if err := federatedtypes.Enable(ctx, c, e.target, e.schema, &f.webhook, f.namespace, nil); err != nil {
 			return err
 		}
 	}

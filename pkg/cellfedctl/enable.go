@@ -54,6 +54,8 @@ type enableOptions struct {
 	*options
 	fromCluster, fromClusterContext string
 	fedNamespace                    string
+	annotations                     []string
+	annotationsSet                  bool
 }
 
 func newEnableCommand(o *options) *cobra.Command {
@@ -80,11 +82,15 @@ already, and updates what differs.`,
 			"enable widgets.example.com --from-cluster=$HOME/.kube/config --from-cluster-context=prod-1",
 		),
 		Args: exactArgs(1, "one type (e.g. deployments.apps)"),
-		RunE: func(c *cobra.Command, args []string) error { return e.run(c.Context(), args[0]) },
+		RunE: func(c *cobra.Command, args []string) error {
+			e.annotationsSet = c.Flags().Changed("propagate-annotations")
+			return e.run(c.Context(), args[0])
+		},
 	}
 	cmd.Flags().StringVar(&e.fromCluster, "from-cluster", "", "kubeconfig of a member cluster to read the CRD <type> from (for types that are not built in)")
 	cmd.Flags().StringVar(&e.fromClusterContext, "from-cluster-context", "", "context of the --from-cluster kubeconfig (default: its current context)")
 	cmd.Flags().StringVar(&e.fedNamespace, "federation-namespace", federatedtypes.DefaultNamespace, "namespace of the FederatedTypeConfigs")
+	cmd.Flags().StringSliceVar(&e.annotations, "propagate-annotations", nil, "annotation key patterns propagated as spec, e.g. 'service.beta.kubernetes.io/*,example.com/key': set from the template and removed from members when they leave it; all other annotations are the members' own. \"\" removes the rules (every template annotation propagated, none removed); unset keeps the type's rules")
 	return cmd
 }
 
@@ -95,6 +101,16 @@ func (e *enableOptions) run(ctx context.Context, arg string) error {
 	}
 	if e.fromClusterContext != "" && e.fromCluster == "" {
 		return fmt.Errorf("--from-cluster-context needs --from-cluster; pass --from-cluster=<member kubeconfig>")
+	}
+	var annotations []string // nil: keep the type's rules
+	if e.annotationsSet {
+		annotations = []string{}
+		for _, p := range e.annotations {
+			if err := federatedtypes.ValidateKeyPattern(p); err != nil {
+				return withFix(fmt.Errorf("--propagate-annotations: %w", err), "pass comma-separated annotation keys in which * matches anything")
+			}
+			annotations = append(annotations, p)
+		}
 	}
 	var (
 		target   federatedtypes.Target
@@ -149,7 +165,7 @@ func (e *enableOptions) run(ctx context.Context, arg string) error {
 	if err != nil {
 		return err
 	}
-	if err := federatedtypes.Enable(ctx, c.Clients, target, template, webhook, e.fedNamespace); err != nil {
+	if err := federatedtypes.Enable(ctx, c.Clients, target, template, webhook, e.fedNamespace, annotations); err != nil {
 		return apiError(err, "enabling "+name)
 	}
 	ftcAfter, crdAfter, err := stateOf()

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/cells"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
@@ -211,7 +213,7 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cellfed-controller"})
 
 	reg := clusters.NewRegistry(plane, kube, o.Clusters)
-	types := newTypeSet(ctx, plane, reg, recorder, o.Propagation)
+	types := newTypeSet(ctx, plane, kube, reg, recorder, o.Propagation)
 	types.rollout = o.Rollout
 	reg.Subscribe(types.clusterChanged)
 	errc := make(chan error, 3)
@@ -242,6 +244,8 @@ type typeSet struct {
 	opts     propagation.Options
 	rollout  rollout.Options
 	informer cache.SharedIndexInformer
+	// namespaces are the plane's namespaces, for their tenancy labels.
+	namespaces cache.SharedIndexInformer
 
 	retry time.Duration // before a failed type's controller starts again
 
@@ -255,11 +259,12 @@ type runningType struct {
 	cancel context.CancelFunc
 }
 
-func newTypeSet(ctx context.Context, plane dynamic.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options) *typeSet {
+func newTypeSet(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options) *typeSet {
 	return &typeSet{
 		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts, retry: 5 * time.Second,
-		informer: dynamicinformer.NewFilteredDynamicInformer(plane, typeConfigs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
-		running:  map[string]*runningType{},
+		informer:   dynamicinformer.NewFilteredDynamicInformer(plane, typeConfigs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
+		namespaces: informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer(),
+		running:    map[string]*runningType{},
 	}
 }
 
@@ -270,6 +275,20 @@ func (s *typeSet) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// A namespace whose tenant changes changes which clusters its
+	// objects may reach.
+	if _, err := s.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Namespace)
+			n, ok2 := cur.(*corev1.Namespace)
+			if ok1 && ok2 && o.Labels[cellv1alpha1.LabelTenant] != n.Labels[cellv1alpha1.LabelTenant] {
+				s.tenantChanged(n.Name)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	go s.namespaces.Run(ctx.Done())
 	go s.informer.Run(ctx.Done())
 	<-ctx.Done()
 	return nil
@@ -310,7 +329,7 @@ func (s *typeSet) sync() {
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
 		ctrl := propagation.New(t, s.opts, propagation.Env{
-			Plane: s.plane, Clusters: s.reg, Recorder: s.recorder,
+			Plane: s.plane, Clusters: s.reg, Recorder: s.recorder, Tenants: s.tenantOf,
 			Namespaces: s.namespacePlacement, NamespaceChanged: s.namespaceChanged,
 		})
 		r := &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
@@ -408,6 +427,34 @@ func (s *typeSet) namespaceChanged(ns string) {
 	ctrls := make([]*propagation.Controller, 0, len(s.running))
 	for _, r := range s.running {
 		if !r.typ.IsNamespace() && r.typ.Namespaced {
+			ctrls = append(ctrls, r.ctrl)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range ctrls {
+		c.NamespaceChanged(ns)
+	}
+}
+
+// tenantOf is the tenant of namespace ns ("" when it has none).
+func (s *typeSet) tenantOf(ns string) (string, error) {
+	if !s.namespaces.HasSynced() {
+		return "", fmt.Errorf("namespaces are not loaded yet")
+	}
+	obj, ok, err := s.namespaces.GetStore().GetByKey(ns)
+	if err != nil || !ok {
+		return "", err
+	}
+	return obj.(*corev1.Namespace).Labels[cellv1alpha1.LabelTenant], nil
+}
+
+// tenantChanged requeues the objects of ns in every namespaced type, the
+// FederatedNamespace among them.
+func (s *typeSet) tenantChanged(ns string) {
+	s.mu.Lock()
+	ctrls := make([]*propagation.Controller, 0, len(s.running))
+	for _, r := range s.running {
+		if r.typ.Namespaced {
 			ctrls = append(ctrls, r.ctrl)
 		}
 	}

@@ -30,7 +30,10 @@ type Clients struct {
 
 // Enable creates or updates the federated CRD of t and its
 // FederatedTypeConfig in namespace, and waits until the CRD is served.
-func Enable(ctx context.Context, c Clients, t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiextensionsv1.WebhookClientConfig, namespace string) error {
+// annotations, when not nil, sets the type's annotation propagation
+// patterns (spec.propagatingAnnotations; an empty list removes them);
+// nil keeps what the FederatedTypeConfig has.
+func Enable(ctx context.Context, c Clients, t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiextensionsv1.WebhookClientConfig, namespace string, annotations []string) error {
 	crd := CRD(t, template, conversion)
 	if err := ApplyCRD(ctx, c.CRDs, crd); err != nil {
 		return err
@@ -38,7 +41,7 @@ func Enable(ctx context.Context, c Clients, t Target, template *apiextensionsv1.
 	if err := WaitEstablished(ctx, c.CRDs, crd.Name); err != nil {
 		return err
 	}
-	return applyTypeConfig(ctx, c.Dynamic, TypeConfig(t, namespace))
+	return applyTypeConfig(ctx, c.Dynamic, TypeConfig(t, namespace), annotations)
 }
 
 // Disable stops propagation of resource by deleting its
@@ -162,7 +165,7 @@ func WaitEstablished(ctx context.Context, c apiextensionsclient.Interface, name 
 	return nil
 }
 
-func applyTypeConfig(ctx context.Context, c dynamic.Interface, ftc *fedv1beta1.FederatedTypeConfig) error {
+func applyTypeConfig(ctx context.Context, c dynamic.Interface, ftc *fedv1beta1.FederatedTypeConfig, annotations []string) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ftc)
 	if err != nil {
 		return fmt.Errorf("encoding FederatedTypeConfig: %w", err)
@@ -170,8 +173,20 @@ func applyTypeConfig(ctx context.Context, c dynamic.Interface, ftc *fedv1beta1.F
 	obj := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(obj.Object, "status")
 	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	if len(annotations) > 0 {
+		list := make([]any, len(annotations))
+		for i, a := range annotations {
+			list[i] = a
+		}
+		_ = unstructured.SetNestedSlice(obj.Object, list, "spec", PropagatingAnnotationsField)
+	}
 	res := c.Resource(TypeConfigResource).Namespace(ftc.Namespace)
 	existing, err := res.Get(ctx, ftc.Name, metav1.GetOptions{})
+	if err == nil && annotations == nil {
+		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", PropagatingAnnotationsField); ok {
+			_ = unstructured.SetNestedField(obj.Object, v, "spec", PropagatingAnnotationsField)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating FederatedTypeConfig %s/%s: %w", ftc.Namespace, ftc.Name, err)

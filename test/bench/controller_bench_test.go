@@ -35,7 +35,10 @@ func envInt(name string, def int) int {
 	return def
 }
 
-var fedConfigMaps = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
+var (
+	fedConfigMaps = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
+	configMaps    = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
 
 // raceResult is one controller's run.
 type raceResult struct {
@@ -74,12 +77,12 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	plane := framework.StartPlane(b, framework.PlaneOptions{})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	ns := prefix + "-shop"
-	k.MustRun(b, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+", labels: {cellfed.io/tenant: acme, cellfed.io/workspace: prod}}\n", "apply", "-f", "-")
+	k.MustRun(b, tenantNamespace(ns, "acme"), "apply", "-f", "-")
 	joined := make([]framework.KubeFedMember, len(members))
 	var cells strings.Builder
 	for i, m := range members {
 		joined[i] = framework.JoinMember(b, plane, m, fmt.Sprintf("member-%d", i))
-		fmt.Fprintf(&cells, "---\napiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: %s, namespace: %s}\nspec: {cluster: member-%d}\n", cellName(i), ns, i)
+		cells.WriteString(cellYAML(ns, i))
 	}
 	k.MustRun(b, cells.String(), "apply", "-f", "-")
 	res := raceResult{name: "cellfed-controller", latency: map[int][2]time.Duration{}}
@@ -110,7 +113,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	defer plane.Stop(10 * time.Second)
 	defer ctrl.Stop(10 * time.Second)
 	cpu0 := cpuTime(b, pid)
-	w := startWatchers(b, members, ns)
+	w := startWatchers(b, members, configMaps, ns, (*unstructured.Unstructured).GetName)
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(b))
 	// KubeFed propagates a namespaced object only to clusters its
 	// namespace's FederatedNamespace is placed on: place it on every cell
@@ -140,22 +143,9 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	// Convergence: every object on every cell.
 	all := cellNames(len(members))
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= raceObjects {
-					return
-				}
-				createFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), all)
-			}
-		}()
-	}
-	wg.Wait()
+	forEach(raceObjects, func(i int) {
+		createFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), all)
+	})
 	want := raceObjects * len(members)
 	deadline := time.Now().Add(15 * time.Minute)
 	for w.count("conv-") < want && time.Now().Before(deadline) {
@@ -188,9 +178,9 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 		// 50 cells: 30 more in two more workspaces, sharing members.
 		var more strings.Builder
 		for j, extra := range []string{prefix + "-shop2", prefix + "-shop3"} {
-			fmt.Fprintf(&more, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {cellfed.io/tenant: t%d, cellfed.io/workspace: prod}}\n", extra, j)
+			more.WriteString("---\n" + tenantNamespace(extra, fmt.Sprintf("t%d", j)))
 			for i := range members[:min(len(members), 20-10*j)] {
-				fmt.Fprintf(&more, "---\napiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: %s, namespace: %s}\nspec: {cluster: member-%d}\n", cellName(i), extra, i)
+				more.WriteString(cellYAML(extra, i))
 			}
 		}
 		k.MustRun(b, more.String(), "apply", "-f", "-")
@@ -217,6 +207,36 @@ func phases(members int) []int {
 }
 
 func cellName(i int) string { return fmt.Sprintf("rz%02d", i) }
+
+// cellYAML is cell i of namespace ns on member-i, as kubectl input.
+func cellYAML(ns string, i int) string {
+	return fmt.Sprintf("---\napiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: %s, namespace: %s}\nspec: {cluster: member-%d}\n", cellName(i), ns, i)
+}
+
+// tenantNamespace is a tenant workspace (workspace prod), as kubectl input.
+func tenantNamespace(ns, tenant string) string {
+	return "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + ", labels: {cellfed.io/tenant: " + tenant + ", cellfed.io/workspace: prod}}\n"
+}
+
+// forEach calls f(0) … f(n-1) on eight goroutines and waits for them.
+func forEach(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
 
 // cellNames are the first n cells: rz00, rz01, …
 func cellNames(n int) []string {
@@ -274,19 +294,21 @@ func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string
 	return [2]time.Duration{percentile(lat, 50), percentile(lat, 99)}
 }
 
-// watchers record when each member first saw each managed config map.
+// watchers record when each member first saw each key of its managed
+// objects of one resource: the object's name for the race's config maps,
+// name and image for template updates of deployments.
 type watchers struct {
 	mu     sync.Mutex
 	seen   map[string]map[int]time.Time
 	cancel context.CancelFunc
 }
 
-func startWatchers(b *testing.B, members []*framework.Server, ns string) *watchers {
+func startWatchers(b *testing.B, members []*framework.Server, gvr schema.GroupVersionResource, ns string, key func(*unstructured.Unstructured) string) *watchers {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watchers{seen: map[string]map[int]time.Time{}, cancel: cancel}
 	for i, m := range members {
-		c := m.Client(b)
-		wi, err := c.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"})
+		c := dynamic.NewForConfigOrDie(m.RESTConfig(b))
+		wi, err := c.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"})
 		if err != nil {
 			b.Fatalf("watching member-%d: %v", i, err)
 		}
@@ -295,17 +317,18 @@ func startWatchers(b *testing.B, members []*framework.Server, ns string) *watche
 				if ev.Type != watch.Added && ev.Type != watch.Modified {
 					continue
 				}
-				obj, ok := ev.Object.(metav1.Object)
+				obj, ok := ev.Object.(*unstructured.Unstructured)
 				if !ok {
 					continue
 				}
 				now := time.Now()
+				k := key(obj)
 				w.mu.Lock()
-				if w.seen[obj.GetName()] == nil {
-					w.seen[obj.GetName()] = map[int]time.Time{}
+				if w.seen[k] == nil {
+					w.seen[k] = map[int]time.Time{}
 				}
-				if _, ok := w.seen[obj.GetName()][i]; !ok {
-					w.seen[obj.GetName()][i] = now
+				if _, ok := w.seen[k][i]; !ok {
+					w.seen[k][i] = now
 				}
 				w.mu.Unlock()
 			}

@@ -41,6 +41,12 @@ var cellsOn = map[string]int{
 
 func startFederation(t *testing.T, members int, controllerArgs ...string) *federation {
 	t.Helper()
+	return startFederationWith(t, members, framework.PlaneOptions{}, controllerArgs...)
+}
+
+// startFederationWith is startFederation with the plane's options.
+func startFederationWith(t *testing.T, members int, plane framework.PlaneOptions, controllerArgs ...string) *federation {
+	t.Helper()
 	f := &federation{}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -48,7 +54,7 @@ func startFederation(t *testing.T, members int, controllerArgs ...string) *feder
 		defer wg.Done()
 		f.members = framework.StartMembers(t, members)
 	}()
-	f.plane = framework.StartPlane(t, framework.PlaneOptions{})
+	f.plane = framework.StartPlane(t, plane)
 	wg.Wait()
 	f.kubectl = framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
 	f.dyn = dynamic.NewForConfigOrDie(f.plane.RESTConfig(t))
@@ -344,6 +350,7 @@ func TestPropagation(t *testing.T) {
 	t.Run("a placement mask releases to the masked cells only", func(t *testing.T) { testPlacementMask(t, f) })
 	t.Run("disaster-recovery release with a member down", func(t *testing.T) { testDisasterRecoveryRelease(t, f) })
 	t.Run("member status reflows for every type", func(t *testing.T) { testStatusReflow(t, f) })
+	t.Run("annotation and label rules", func(t *testing.T) { testAnnotationRules(t, f, outer) })
 
 	t.Run("restarted controller rewrites nothing that is right", func(t *testing.T) {
 		for i := range 20 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -364,4 +365,93 @@ spec:
 		_, _, tops, _ := f.fedStatus(t, fedWidget, "shop", "gizmo")
 		return tops["rz10a"].RemoteStatus["ready"] == true && tops["rz00a"].RemoteStatus == nil, fmt.Sprintf("%+v", tops)
 	})
+}
+
+func testAnnotationRules(t *testing.T, f *federation, outer *testing.T) {
+	f.ctl.ok(t, "enable", "services", "--propagate-annotations=service.beta.kubernetes.io/*")
+	got := f.kubectl.MustRun(t, "", "-n", framework.KubeFedNamespace, "get", "federatedtypeconfigs", "services", "-o", "jsonpath={.spec.propagatingAnnotations}")
+	if got != `["service.beta.kubernetes.io/*"]` {
+		t.Fatalf("FederatedTypeConfig services spec.propagatingAnnotations = %s", got)
+	}
+	svc := func(protocol string, labels string) string {
+		ann := `status.cafe.sofastack.io/loadbalancer: from-template`
+		if protocol != "" {
+			ann += `, service.beta.kubernetes.io/aws-load-balancer-backend-protocol: ` + protocol
+		}
+		return `apiVersion: types.kubefed.io/v1beta2
+kind: FederatedService
+metadata: {name: annot, namespace: shop}
+spec:
+  placement: ` + framework.CellPlacement("rz00a") + `
+  template:
+    metadata:
+      labels: {` + labels + `}
+      annotations: {` + ann + `}
+    spec: {selector: {app: annot}, ports: [{port: 80}]}
+`
+	}
+	member := func() (map[string]string, map[string]string) {
+		obj := f.memberObject(t, 0, services, "shop", "annot")
+		if obj == nil {
+			return nil, nil
+		}
+		return obj.GetLabels(), obj.GetAnnotations()
+	}
+	const protocol = "service.beta.kubernetes.io/aws-load-balancer-backend-protocol"
+	const lb = "status.cafe.sofastack.io/loadbalancer"
+	f.kubectl.MustRun(t, svc("http", "app: annot, tier: front"), "apply", "-f", "-")
+	eventually(t, "the spec-like annotation arrives, the status-like one does not", func() (bool, string) {
+		l, a := member()
+		_, lbSet := a[lb]
+		return a[protocol] == "http" && !lbSet && l["tier"] == "front", fmt.Sprintf("labels %v annotations %v", l, a)
+	})
+	// The member's own controllers add a status annotation and a label.
+	mk := framework.Kubectl{Kubeconfig: f.members[0].Kubeconfig}
+	mk.MustRun(t, "", "-n", "shop", "annotate", "service", "annot", lb+"=ready")
+	mk.MustRun(t, "", "-n", "shop", "label", "service", "annot", "member-added=x")
+
+	f.kubectl.MustRun(t, svc("https", "app: annot, tier: front"), "apply", "-f", "-")
+	eventually(t, "the spec-like annotation is updated, the member's keys survive", func() (bool, string) {
+		l, a := member()
+		return a[protocol] == "https" && a[lb] == "ready" && l["member-added"] == "x", fmt.Sprintf("labels %v annotations %v", l, a)
+	})
+	// Drift: the member edits the spec-like annotation: corrected.
+	mk.MustRun(t, "", "-n", "shop", "annotate", "--overwrite", "service", "annot", protocol+"=tcp")
+	eventually(t, "a member edit of a spec-like annotation is corrected", func() (bool, string) {
+		_, a := member()
+		return a[protocol] == "https" && a[lb] == "ready", fmt.Sprintf("annotations %v", a)
+	})
+
+	// Keys leaving the template leave the member; the member's own stay.
+	f.kubectl.MustRun(t, svc("", "app: annot"), "apply", "-f", "-")
+	eventually(t, "dropped keys removed from the member only", func() (bool, string) {
+		l, a := member()
+		_, p := a[protocol]
+		_, tier := l["tier"]
+		return !p && !tier && a[lb] == "ready" && l["member-added"] == "x" && l["app"] == "annot", fmt.Sprintf("labels %v annotations %v", l, a)
+	})
+
+	// All of it holds across a controller restart.
+	f.controller.Stop(10 * time.Second)
+	f.controller = framework.StartController(outer, f.plane)
+	f.kubectl.MustRun(t, svc("http2", "app: annot, version: v2"), "apply", "-f", "-")
+	eventually(t, "after a restart: updated, member keys kept, dropped keys not back", func() (bool, string) {
+		l, a := member()
+		_, tier := l["tier"]
+		return a[protocol] == "http2" && l["version"] == "v2" && !tier && a[lb] == "ready" && l["member-added"] == "x", fmt.Sprintf("labels %v annotations %v", l, a)
+	})
+	f.kubectl.MustRun(t, svc("", "app: annot"), "apply", "-f", "-")
+	eventually(t, "after a restart: keys written before it are removed when dropped", func() (bool, string) {
+		l, a := member()
+		_, p := a[protocol]
+		_, v := l["version"]
+		return !p && !v && a[lb] == "ready" && l["member-added"] == "x", fmt.Sprintf("labels %v annotations %v", l, a)
+	})
+
+	// Bad patterns are refused before anything is written.
+	f.ctl.fails(t, `--propagate-annotations: "Bad Key/*" is not an annotation key pattern`, "enable", "services", "--propagate-annotations=Bad Key/*")
+	f.ctl.ok(t, "enable", "services", "--propagate-annotations=")
+	if got := f.kubectl.MustRun(t, "", "-n", framework.KubeFedNamespace, "get", "federatedtypeconfigs", "services", "-o", "jsonpath={.spec.propagatingAnnotations}"); got != "" {
+		t.Errorf("--propagate-annotations= left %s", got)
+	}
 }

@@ -90,7 +90,7 @@ func TestStandaloneWebhookOnCommunityAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	convert := &apiextensionsv1.WebhookClientConfig{URL: ptr.To(base + conversion.Path), CABundle: ca}
-	if err := federatedtypes.Enable(ctx, federatedtypes.Clients{CRDs: crds, Dynamic: dyn}, target, schema, convert, federatedtypes.DefaultNamespace); err != nil {
+	if err := federatedtypes.Enable(ctx, federatedtypes.Clients{CRDs: crds, Dynamic: dyn}, target, schema, convert, federatedtypes.DefaultNamespace, nil); err != nil {
 		t.Fatal(err)
 	}
 	rules := []admissionregistrationv1.RuleWithOperations{{

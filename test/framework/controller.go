@@ -91,19 +91,30 @@ func (c *Controller) WaitReady(ctx context.Context, timeout time.Duration) error
 
 // Writes counts the create (POST) and update (PUT and PATCH) requests a
 // server has answered for a resource, from its apiserver_request_total
-// metric: what a controller cost the server in writes.
-type Writes struct{ Creates, Updates, Deletes int }
+// metric: what a controller cost the server in writes. Conflicts are the
+// writes of any verb answered 409 Conflict (counted in their verb too).
+type Writes struct{ Creates, Updates, Deletes, Conflicts int }
 
-// CountWrites reads a server's /metrics for resource (e.g. "configmaps").
+// CountWrites reads a server's /metrics for resource (e.g. "configmaps"),
+// its subresources left out.
 func CountWrites(ctx context.Context, c kubernetes.Interface, resource string) (Writes, error) {
+	return CountSubresourceWrites(ctx, c, resource, "")
+}
+
+// CountSubresourceWrites is CountWrites for one subresource of resource
+// (e.g. "status"); "" is the resource itself.
+func CountSubresourceWrites(ctx context.Context, c kubernetes.Interface, resource, subresource string) (Writes, error) {
 	raw, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return Writes{}, fmt.Errorf("reading /metrics: %w", err)
 	}
 	var w Writes
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) ||
-			strings.Contains(line, `subresource="`) && !strings.Contains(line, `subresource=""`) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		if subresource == "" && strings.Contains(line, `subresource="`) && !strings.Contains(line, `subresource=""`) ||
+			subresource != "" && !strings.Contains(line, `subresource="`+subresource+`"`) {
 			continue
 		}
 		fields := strings.Fields(line)
@@ -111,6 +122,7 @@ func CountWrites(ctx context.Context, c kubernetes.Interface, resource string) (
 		if err != nil {
 			continue
 		}
+		write := true
 		switch {
 		case strings.Contains(line, `verb="POST"`):
 			w.Creates += int(n)
@@ -118,6 +130,11 @@ func CountWrites(ctx context.Context, c kubernetes.Interface, resource string) (
 			w.Updates += int(n)
 		case strings.Contains(line, `verb="DELETE"`):
 			w.Deletes += int(n)
+		default:
+			write = false
+		}
+		if write && strings.Contains(line, `code="409"`) {
+			w.Conflicts += int(n)
 		}
 	}
 	return w, nil

@@ -61,6 +61,10 @@ type Env struct {
 	// NamespaceChanged is told the namespace of every FederatedNamespace
 	// that changed (only the Namespace type's controller calls it).
 	NamespaceChanged func(ns string)
+	// Tenants answers the tenant of a namespace ("" for none); nil
+	// treats every namespace as tenant-less. An error means the answer
+	// is not known yet.
+	Tenants func(ns string) (string, error)
 }
 
 // Controller propagates the objects of one federated type.
@@ -297,6 +301,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			case it.Status == StatusPlacementConflict:
 				rep.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
 				cs.Ready, cs.RemoteStatus = nil, nil
+			case it.Status == StatusOutsideWorkspace:
+				rep.details[cl] = "another namespace's cell or a cluster dedicated to another tenant: never written for this object"
+				cs.Ready, cs.RemoteStatus = nil, nil
 			case placed:
 				if !c.reflow(&cs, members[it.Member], ns, name, r.version) {
 					requeue = true // the member's cache is still loading
@@ -401,6 +408,13 @@ func readWork(fed *unstructured.Unstructured) (work, error) {
 // and the record.
 func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.Placement, deleting bool, rec *propagated) (Input, map[string]*clusters.Member, error) {
 	in := Input{Namespace: fed.GetNamespace(), Placement: placement, Deleting: deleting, Recorded: sets.KeySet(rec.clusters)}
+	if in.Namespace != "" && c.env.Tenants != nil {
+		t, err := c.env.Tenants(in.Namespace)
+		if err != nil {
+			return in, nil, err
+		}
+		in.Tenant = t
+	}
 	if !deleting && c.typ.Namespaced && !c.typ.IsNamespace() && c.env.Namespaces != nil {
 		p, rule, err := c.env.Namespaces(fed.GetNamespace())
 		if err != nil {

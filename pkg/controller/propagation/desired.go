@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +16,7 @@ import (
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 const (
@@ -26,7 +29,19 @@ const (
 	// only those are ever deleted by it.
 	CreatedByAnnotation = "cellfed.io/created-by"
 	createdBy           = "cellfed-controller"
+	// ManagedLabelsAnnotation and ManagedAnnotationsAnnotation on a member
+	// object list (comma-separated, sorted) the label and annotation keys
+	// the federation set there with the last write: a key that leaves the
+	// template is removed from the member, one the member added is never
+	// touched. Annotations are tracked only for types with annotation
+	// rules (FederatedTypeConfig spec.propagatingAnnotations).
+	ManagedLabelsAnnotation      = "cellfed.io/managed-labels"
+	ManagedAnnotationsAnnotation = "cellfed.io/managed-annotations"
 )
+
+// ownAnnotations are the annotations the controller itself sets on member
+// objects.
+var ownAnnotations = []string{HashAnnotation, ManagedLabelsAnnotation, ManagedAnnotationsAnnotation}
 
 // desired is the object one cluster should hold, before member-owned
 // fields are merged in by retain.
@@ -62,8 +77,30 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for _, k := range ownAnnotations {
+		delete(ann, k) // only the controller sets these
+	}
+	delete(labels, clusters.ManagedLabel)
+	ann[ManagedLabelsAnnotation] = keyList(labels)
 	labels[clusters.ManagedLabel] = "true"
 	obj.SetLabels(labels)
+	if patterns, ok := t.annotationPatterns(); ok {
+		// Spec-like keys (matching a pattern) are propagated and
+		// tracked; status-like ones belong to the members.
+		for k := range ann {
+			if k != ManagedLabelsAnnotation && !federatedtypes.MatchKey(patterns, k) {
+				delete(ann, k)
+			}
+		}
+		tracked := maps.Clone(ann)
+		delete(tracked, ManagedLabelsAnnotation)
+		ann[ManagedAnnotationsAnnotation] = keyList(tracked)
+	}
+	obj.SetAnnotations(ann)
 	h := sha256.New()
 	raw, err := json.Marshal(obj.Object)
 	if err != nil {
@@ -74,13 +111,48 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 		h.Write([]byte("\x00retainReplicas"))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:32]
-	ann := obj.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
 	ann[HashAnnotation] = sum
 	obj.SetAnnotations(ann)
 	return desired{obj: obj, hash: sum}, nil
+}
+
+// keyList is the sorted, comma-separated list of m's keys.
+func keyList(m map[string]string) string {
+	return strings.Join(slices.Sorted(maps.Keys(m)), ",")
+}
+
+// trackedKeys reads a key list annotation of a member object; ok is false
+// when the object does not carry it (written before keys were tracked,
+// or by KubeFed).
+func trackedKeys(obj *unstructured.Unstructured, annotation string) (keys []string, ok bool) {
+	v, ok := obj.GetAnnotations()[annotation]
+	if !ok || v == "" {
+		return nil, ok
+	}
+	return strings.Split(v, ","), true
+}
+
+// staleKeys are the keys the federation set on existing with its last
+// write that want no longer sets: labels always, annotations for types
+// with annotation rules (want then tracks them).
+func staleKeys(want, existing *unstructured.Unstructured) (labels, annotations []string) {
+	if keys, ok := trackedKeys(existing, ManagedLabelsAnnotation); ok {
+		for _, k := range keys {
+			if _, set := want.GetLabels()[k]; !set && k != clusters.ManagedLabel {
+				labels = append(labels, k)
+			}
+		}
+	}
+	if _, rules := want.GetAnnotations()[ManagedAnnotationsAnnotation]; rules {
+		if keys, ok := trackedKeys(existing, ManagedAnnotationsAnnotation); ok {
+			for _, k := range keys {
+				if _, set := want.GetAnnotations()[k]; !set {
+					annotations = append(annotations, k)
+				}
+			}
+		}
+	}
+	return labels, annotations
 }
 
 // cleanTemplate copies the template without the metadata only the
@@ -154,8 +226,20 @@ func retain(p Policy, want *unstructured.Unstructured, existing *unstructured.Un
 	out.SetResourceVersion(existing.GetResourceVersion())
 	out.SetFinalizers(existing.GetFinalizers())
 	out.SetOwnerReferences(existing.GetOwnerReferences())
-	out.SetLabels(union(existing.GetLabels(), want.GetLabels()))
-	out.SetAnnotations(union(existing.GetAnnotations(), want.GetAnnotations()))
+	labels := union(existing.GetLabels(), want.GetLabels())
+	ann := union(existing.GetAnnotations(), want.GetAnnotations())
+	staleLabels, staleAnn := staleKeys(want, existing)
+	for _, k := range staleLabels {
+		delete(labels, k)
+	}
+	for _, k := range staleAnn {
+		delete(ann, k)
+	}
+	if _, rules := want.GetAnnotations()[ManagedAnnotationsAnnotation]; !rules {
+		delete(ann, ManagedAnnotationsAnnotation) // rules removed from the type
+	}
+	out.SetLabels(labels)
+	out.SetAnnotations(ann)
 	for _, f := range p.RetainSpec {
 		if v, ok, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", f); ok {
 			if _, set, _ := unstructured.NestedFieldNoCopy(out.Object, "spec", f); !set {

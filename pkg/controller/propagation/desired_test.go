@@ -2,7 +2,9 @@ package propagation
 
 import (
 	"encoding/hex"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,8 +145,16 @@ func stripHash(t *testing.T, d desired) map[string]any {
 	if _, err := hex.DecodeString(d.hash); err != nil || len(d.hash) != 32 {
 		t.Fatalf("hash %q is not 32 hex characters", d.hash)
 	}
+	// The tracked labels are the member object's labels but the managed
+	// label.
+	labels := maps.Clone(d.obj.GetLabels())
+	delete(labels, clusters.ManagedLabel)
+	if got, want := ann[ManagedLabelsAnnotation], strings.Join(slices.Sorted(maps.Keys(labels)), ","); got != want {
+		t.Fatalf("%s = %q, want %q", ManagedLabelsAnnotation, got, want)
+	}
 	obj := d.obj.DeepCopy()
 	delete(ann, HashAnnotation)
+	delete(ann, ManagedLabelsAnnotation)
 	if len(ann) == 0 {
 		unstructured.RemoveNestedField(obj.Object, "metadata", "annotations")
 	} else {
@@ -991,5 +1001,84 @@ func TestIsNamespace(t *testing.T) {
 		if got := tc.typ.IsNamespace(); got != tc.want {
 			t.Errorf("%v.IsNamespace() = %v, want %v", tc.typ.Target, got, tc.want)
 		}
+	}
+}
+
+// TestAnnotationAndLabelRules: with annotation rules, keys matching a
+// pattern are propagated, tracked and removed once they leave the
+// template; other keys are the member's. Labels are tracked always.
+func TestAnnotationAndLabelRules(t *testing.T) {
+	svc := &Type{Name: "services", Target: schema.GroupVersionResource{Version: "v1", Resource: "services"}, TargetKind: "Service",
+		Namespaced: true, AnnotationRules: true, PropagatingAnnotations: "service.beta.kubernetes.io/*,example.com/exact"}
+	template := func(labels, ann map[string]any) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": labels, "annotations": ann}, "spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}
+	}
+	d1, err := build(svc, fedObj("ns1", "web"), template(
+		map[string]any{"app": "web", "tier": "front"},
+		map[string]any{"service.beta.kubernetes.io/lb": "nlb", "example.com/exact": "1", "status.cafe.sofastack.io/loadbalancer": "from-template"},
+	), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := d1.obj.GetAnnotations()
+	if _, ok := ann["status.cafe.sofastack.io/loadbalancer"]; ok {
+		t.Errorf("a status-like template annotation was propagated: %v", ann)
+	}
+	if ann[ManagedAnnotationsAnnotation] != "example.com/exact,service.beta.kubernetes.io/lb" || ann[ManagedLabelsAnnotation] != "app,tier" {
+		t.Errorf("tracked keys: annotations %q labels %q", ann[ManagedAnnotationsAnnotation], ann[ManagedLabelsAnnotation])
+	}
+	// The member as written, plus what its own controllers added.
+	member := d1.obj.DeepCopy()
+	member.SetResourceVersion("7")
+	ma := member.GetAnnotations()
+	ma["status.cafe.sofastack.io/loadbalancer"] = "ready"
+	member.SetAnnotations(ma)
+	ml := member.GetLabels()
+	ml["member-added"] = "x"
+	member.SetLabels(ml)
+	if !upToDate(d1, member, "") {
+		t.Errorf("the member's own status-like annotation and label made the object out of date")
+	}
+
+	// The template drops a label and a spec-like annotation.
+	d2, err := build(svc, fedObj("ns1", "web"), template(
+		map[string]any{"app": "web"},
+		map[string]any{"service.beta.kubernetes.io/lb": "alb"},
+	), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upToDate(d2, member, "") {
+		t.Fatalf("dropped keys did not make the object out of date")
+	}
+	out := retain(PolicyFor(svc), d2.obj, member, false)
+	gotAnn, gotLabels := out.GetAnnotations(), out.GetLabels()
+	for k, want := range map[string]string{"service.beta.kubernetes.io/lb": "alb", "status.cafe.sofastack.io/loadbalancer": "ready", ManagedAnnotationsAnnotation: "service.beta.kubernetes.io/lb"} {
+		if gotAnn[k] != want {
+			t.Errorf("annotation %s = %q, want %q", k, gotAnn[k], want)
+		}
+	}
+	if _, ok := gotAnn["example.com/exact"]; ok {
+		t.Errorf("a spec-like annotation that left the template is still there: %v", gotAnn)
+	}
+	if _, ok := gotLabels["tier"]; ok || gotLabels["member-added"] != "x" || gotLabels["app"] != "web" {
+		t.Errorf("labels after the write: %v (want tier removed, member-added and app kept)", gotLabels)
+	}
+	if !upToDate(d2, out, "") {
+		t.Errorf("the object just written is not up to date")
+	}
+	// Drift: an edit of a spec-like key is corrected, of a status-like one
+	// left alone.
+	drift := out.DeepCopy()
+	da := drift.GetAnnotations()
+	da["status.cafe.sofastack.io/loadbalancer"] = "changed by the member"
+	drift.SetAnnotations(da)
+	if !upToDate(d2, drift, "") {
+		t.Errorf("a member edit of a status-like annotation made the object out of date")
+	}
+	da["service.beta.kubernetes.io/lb"] = "edited"
+	drift.SetAnnotations(da)
+	if upToDate(d2, drift, "") {
+		t.Errorf("a member edit of a spec-like annotation is not corrected")
 	}
 }

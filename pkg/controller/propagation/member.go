@@ -51,15 +51,27 @@ func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured,
 // object written by KubeFed itself). Otherwise its content decides: a
 // restarted controller, or one taking over from KubeFed, rewrites nothing
 // that is right, and a member edit of a field d sets is corrected.
+//
+// The controller's own bookkeeping annotations (hash, tracked keys) never
+// make an object out of date by themselves; they are rewritten with the
+// next write. Keys the last write set that the template dropped do.
 func upToDate(d desired, existing *unstructured.Unstructured, recorded string) bool {
+	want := withoutOwn(d.obj.GetAnnotations())
 	if recorded != "" && recorded == objectVersion(existing) {
 		h := existing.GetAnnotations()[HashAnnotation]
-		if (h == d.hash || h == "") && subset(d.obj.GetLabels(), existing.GetLabels()) &&
-			subset(withoutHash(d.obj.GetAnnotations()), existing.GetAnnotations()) {
+		if (h == d.hash || h == "") && subset(d.obj.GetLabels(), existing.GetLabels()) && subset(want, existing.GetAnnotations()) {
 			return true
 		}
 	}
-	return covers(existing.Object, d.obj.Object)
+	if staleLabels, staleAnn := staleKeys(d.obj, existing); len(staleLabels)+len(staleAnn) > 0 {
+		return false
+	}
+	if len(want) == len(d.obj.GetAnnotations()) {
+		return covers(existing.Object, d.obj.Object)
+	}
+	obj := d.obj.DeepCopy()
+	obj.SetAnnotations(want)
+	return covers(existing.Object, obj.Object)
 }
 
 func subset(want, have map[string]string) bool {
@@ -71,9 +83,11 @@ func subset(want, have map[string]string) bool {
 	return true
 }
 
-func withoutHash(ann map[string]string) map[string]string {
+func withoutOwn(ann map[string]string) map[string]string {
 	out := maps.Clone(ann)
-	delete(out, HashAnnotation)
+	for _, k := range ownAnnotations {
+		delete(out, k)
+	}
 	return out
 }
 

@@ -38,6 +38,10 @@ const (
 	// StatusHeldBack: the cluster is outside the placement mask; what it
 	// holds is left exactly as it is.
 	StatusHeldBack = "HeldBack"
+	// StatusOutsideWorkspace: the cluster belongs to another workspace
+	// (another namespace's cell, or a physical cluster dedicated to
+	// another tenant); it is never read or written for this object.
+	StatusOutsideWorkspace = "OutsideWorkspace"
 )
 
 // Candidate is one KubeFedCluster as a plan sees it.
@@ -61,6 +65,11 @@ type Input struct {
 	// Namespace is the federated object's namespace ("" when cluster
 	// scoped).
 	Namespace string
+	// Tenant is the tenant of the object's namespace ("" when it has
+	// none). A namespaced object only ever reaches its workspace's
+	// clusters: its namespace's per-cell clusters and physical clusters
+	// that are shared or dedicated to Tenant.
+	Tenant    string
 	Placement typesv1b1.Placement
 	// NamespaceRule applies KubeFed's namespace placement: the object
 	// is namespaced (and not a Namespace itself) and the plane federates
@@ -121,11 +130,18 @@ type Decision struct {
 func Plan(in Input) (Decision, error) {
 	var d Decision
 	selected := sets.New[string]()
-	excluded := sets.New[string]() // placed, but the namespace is not federated there
+	excluded := sets.New[string]()      // placed, but the namespace is not federated there
+	placedOutside := sets.New[string]() // placed, but outside the object's workspace
 	if !in.Deleting {
 		var err error
 		if selected, err = selectClusters(in.Placement, in.Candidates); err != nil {
 			return d, err
+		}
+		for _, c := range in.Candidates {
+			if selected.Has(c.Name) && !inWorkspace(in, c) {
+				selected.Delete(c.Name)
+				placedOutside.Insert(c.Name)
+			}
 		}
 		if in.NamespaceRule {
 			allowed := sets.New[string]()
@@ -154,6 +170,16 @@ func Plan(in Input) (Decision, error) {
 	groups := map[string]*group{}
 	var members []string
 	for _, c := range in.Candidates {
+		if !inWorkspace(in, c) {
+			// Never read or written for this object: a placement naming
+			// it is reported; a cluster recorded before its tenancy
+			// changed stays recorded (and untouched) until the object
+			// is deleted, which forgets it.
+			if !in.Deleting && (placedOutside.Has(c.Name) || in.Recorded.Has(c.Name)) {
+				d.Intents = append(d.Intents, Intent{Verb: Leave, Clusters: []string{c.Name}, Status: StatusOutsideWorkspace, Report: true})
+			}
+			continue
+		}
 		if c.Member == "" {
 			// A broken configuration reaches nothing: say so where the
 			// object is wanted or may still be.
@@ -224,6 +250,21 @@ func Plan(in Input) (Decision, error) {
 	}
 	slices.SortFunc(d.Intents, func(a, b Intent) int { return strings.Compare(a.Clusters[0], b.Clusters[0]) })
 	return d, nil
+}
+
+// inWorkspace reports whether a namespaced object may reach cluster c: a
+// per-cell cluster (named <namespace>.<cell>) of its own namespace, or a
+// physical cluster that is shared (no tenant label) or dedicated to the
+// object's tenant. Cluster-scoped objects reach every cluster.
+func inWorkspace(in Input, c Candidate) bool {
+	if in.Namespace == "" {
+		return true
+	}
+	if ns, _, ok := cellv1alpha1.ParseCellClusterName(c.Name); ok {
+		return ns == in.Namespace
+	}
+	t := c.Labels[cellv1alpha1.LabelTenant]
+	return t == "" || t == in.Tenant
 }
 
 // masked reports whether the plan may act on cluster: there is no mask,

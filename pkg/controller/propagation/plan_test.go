@@ -59,6 +59,15 @@ func TestPlan(t *testing.T) {
 			}
 		}
 	}
+	dedicate := func(cluster, tenant string) func([]Candidate) {
+		return func(cs []Candidate) {
+			for i := range cs {
+				if cs[i].Name == cluster {
+					cs[i].Labels[cellv1alpha1.LabelTenant] = tenant
+				}
+			}
+		}
+	}
 	tests := []struct {
 		name   string
 		in     Input
@@ -205,6 +214,40 @@ func TestPlan(t *testing.T) {
 				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
 				{Verb: Remove, Member: "M2", Clusters: []string{"shop.c"}},
 			},
+		},
+		{
+			name:   "another namespace's cell is never written, read or removed: reported instead",
+			in:     Input{Namespace: "shop", Tenant: "acme", Placement: typesv1b1.Placement{Clusters: names("other.a", "shop.c")}, Recorded: sets.New("other.a")},
+			change: []func([]Candidate){holds("M1")},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"m1"}},
+				{Verb: Leave, Clusters: []string{"other.a"}, Status: StatusOutsideWorkspace, Report: true},
+				{Verb: Ensure, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Report: true},
+			},
+		},
+		{
+			name:   "a physical cluster dedicated to another tenant is outside the workspace",
+			in:     Input{Namespace: "shop", Tenant: "acme", Placement: typesv1b1.Placement{Clusters: names("m2")}},
+			change: []func([]Candidate){dedicate("m2", "globex")},
+			want:   []Intent{{Verb: Leave, Clusters: []string{"m2"}, Status: StatusOutsideWorkspace, Report: true}},
+		},
+		{
+			name:   "a physical cluster dedicated to the object's tenant is in its workspace",
+			in:     Input{Namespace: "shop", Tenant: "acme", Placement: typesv1b1.Placement{Clusters: names("m2")}},
+			change: []func([]Candidate){dedicate("m2", "acme")},
+			want:   []Intent{{Verb: Ensure, Member: "M2", Clusters: []string{"m2"}, Writer: "m2", Report: true}},
+		},
+		{
+			name:   "deleting forgets a recorded cluster outside the workspace without touching it",
+			in:     Input{Namespace: "shop", Tenant: "acme", Deleting: true, Recorded: sets.New("m2", "shop.a")},
+			change: []func([]Candidate){dedicate("m2", "globex")},
+			want:   []Intent{{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}}},
+		},
+		{
+			name:   "a cluster-scoped object reaches every cluster",
+			in:     Input{Placement: typesv1b1.Placement{Clusters: names("m2")}},
+			change: []func([]Candidate){dedicate("m2", "globex")},
+			want:   []Intent{{Verb: Ensure, Member: "M2", Clusters: []string{"m2"}, Writer: "m2", Report: true}},
 		},
 		{
 			name: "a misconfigured selected or recorded cluster is reported",

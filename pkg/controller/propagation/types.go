@@ -9,6 +9,7 @@ package propagation
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,7 @@ import (
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 // KubeFed's names, kept so either controller can take over from the other.
@@ -37,6 +39,24 @@ type Type struct {
 	Federated     schema.GroupVersionResource
 	FederatedKind string
 	Namespaced    bool
+	// PropagatingAnnotations are the FederatedTypeConfig's
+	// spec.propagatingAnnotations patterns, comma-joined; AnnotationRules
+	// says the field is set (an empty list propagates no annotation).
+	PropagatingAnnotations string
+	AnnotationRules        bool
+}
+
+// annotationPatterns are the type's annotation propagation rules; ok is
+// false when it has none (every template annotation is propagated and
+// none is ever removed, as in KubeFed).
+func (t *Type) annotationPatterns() (patterns []string, ok bool) {
+	if !t.AnnotationRules {
+		return nil, false
+	}
+	if t.PropagatingAnnotations == "" {
+		return []string{}, true
+	}
+	return strings.Split(t.PropagatingAnnotations, ","), true
 }
 
 // IsNamespace reports whether the target is the Namespace itself: a
@@ -57,13 +77,19 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 	if tt.PluralName == "" || tt.Kind == "" || tt.Version == "" || ft.PluralName == "" || ft.Group == "" {
 		return nil, false, fmt.Errorf("FederatedTypeConfig %s: targetType and federatedType need kind, version and pluralName", u.GetName())
 	}
+	patterns, rules, err := unstructured.NestedStringSlice(u.Object, "spec", federatedtypes.PropagatingAnnotationsField)
+	if err != nil {
+		return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), federatedtypes.PropagatingAnnotationsField, err)
+	}
 	return &Type{
-		Name:          u.GetName(),
-		Target:        schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
-		TargetKind:    tt.Kind,
-		Federated:     schema.GroupVersionResource{Group: ft.Group, Version: typesv1b1.Version, Resource: ft.PluralName},
-		FederatedKind: ft.Kind,
-		Namespaced:    tt.Scope == "Namespaced" || (tt.Group == "" && tt.PluralName == "namespaces"),
+		PropagatingAnnotations: strings.Join(patterns, ","),
+		AnnotationRules:        rules,
+		Name:                   u.GetName(),
+		Target:                 schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
+		TargetKind:             tt.Kind,
+		Federated:              schema.GroupVersionResource{Group: ft.Group, Version: typesv1b1.Version, Resource: ft.PluralName},
+		FederatedKind:          ft.Kind,
+		Namespaced:             tt.Scope == "Namespaced" || (tt.Group == "" && tt.PluralName == "namespaces"),
 	}, true, nil
 }
 

@@ -133,6 +133,9 @@ func (s *rolloutStatusOptions) run(ctx context.Context, arg string) error {
 		}
 		select {
 		case <-ctx.Done():
+			if s.timeout == 0 || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("stopped watching %s before it was done; run `%s rollout status %s --watch` again to follow it", t.ref(), s.name, t.cmdRef())
+			}
 			return fmt.Errorf("%s is not done after %s; run `%s rollout status %s` to see it, or wait longer with --timeout", t.ref(), s.timeout, s.name, t.cmdRef())
 		case <-tick.C:
 		}

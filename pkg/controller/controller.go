@@ -337,7 +337,7 @@ func (s *typeSet) sync() {
 		nsChanged = nsChanged || t.IsNamespace()
 		// The type's rollouts run and stop with its propagation.
 		go func() {
-			if err := rollout.New(t.Federated, s.plane, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
+			if err := rollout.New(t.Federated, s.plane, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
 				klog.ErrorS(err, "Rollout controller stopped", "type", name)
 			}
 		}()

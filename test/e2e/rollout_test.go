@@ -376,6 +376,11 @@ func testAutoRolloutFailure(t *testing.T, f *federation) {
 	if m := maskOf(f.fedObject(t, "fail")); m != "rz00a" {
 		t.Fatalf("mask after the failure: %s, want rz00a", m)
 	}
+	eventually(t, "a RolloutPaused warning event on the object", func() (bool, string) {
+		out, err := f.kubectl.Run(context.Background(), "", "get", "events", "-n", "shop",
+			"--field-selector=involvedObject.name=fail,reason=RolloutPaused", "-o", "jsonpath={.items[*].type}")
+		return err == nil && strings.Contains(out, "Warning"), fmt.Sprintf("%q %v", out, err)
+	})
 	f.ctl.fails(t, "is paused (paused on failure: rz00a", "rollout", "next", "deployment/fail", "-n", "shop", "--batch=1")
 	out, errOut, code := f.ctl.run(t, "rollout", "status", "deployment/fail", "-n", "shop", "--watch", "--timeout=1m")
 	if code != 1 || !strings.Contains(errOut, "is paused: paused on failure") || rowOf(out, "rz00a")[1] != "failed" {

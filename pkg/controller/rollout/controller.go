@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -62,6 +64,7 @@ type Controller struct {
 	history  rollout.History
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
+	recorder record.EventRecorder
 	now      func() time.Time
 
 	mu sync.Mutex
@@ -71,8 +74,9 @@ type Controller struct {
 }
 
 // New builds the rollout controller of the federated resource (any
-// version; v1beta2 is used).
-func New(federated schema.GroupVersionResource, plane dynamic.Interface, opts Options) *Controller {
+// version; v1beta2 is used). recorder (optional) gets an event for each
+// step an automatic rollout takes.
+func New(federated schema.GroupVersionResource, plane dynamic.Interface, recorder record.EventRecorder, opts Options) *Controller {
 	federated.Version = typesv1beta2.Version
 	c := &Controller{
 		resource: federated,
@@ -82,6 +86,7 @@ func New(federated schema.GroupVersionResource, plane dynamic.Interface, opts Op
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "rollout-" + federated.Resource}),
+		recorder: recorder,
 		now:      time.Now,
 		recorded: map[string]string{},
 	}
@@ -226,10 +231,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 // apply carries a decision out.
 func (c *Controller) apply(ctx context.Context, key string, obj *unstructured.Unstructured, d rollout.Decision) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("object", key)
+	var (
+		done bool
+		err  error
+	)
 	switch d.Step {
 	case rollout.Advance:
-		logger.Info("Releasing the next batch", "mask", d.Mask, "message", d.Message)
-		return 0, c.write(ctx, obj, func(next *unstructured.Unstructured) error {
+		done, err = c.wrote(ctx, obj, func(next *unstructured.Unstructured) error {
 			if err := rollout.SetMask(next, d.Mask); err != nil {
 				return err
 			}
@@ -239,22 +247,32 @@ func (c *Controller) apply(ctx context.Context, key string, obj *unstructured.Un
 			})
 			return nil
 		})
+		if done {
+			logger.Info("Released the next batch", "mask", d.Mask, "message", d.Message)
+			c.event(obj, false, "RolloutAdvanced", d.Message)
+		}
+		return 0, err
 	case rollout.Pause:
-		logger.Info("Pausing the rollout", "reason", d.Message)
-		return 0, c.write(ctx, obj, func(next *unstructured.Unstructured) error {
+		done, err = c.wrote(ctx, obj, func(next *unstructured.Unstructured) error {
 			rollout.SetAnnotations(next, map[string]string{
 				rollout.AnnotationPaused: "true", rollout.AnnotationPauseReason: d.Message,
 				rollout.AnnotationState: d.State, rollout.AnnotationMessage: d.Message,
 			})
 			return nil
 		})
+		if done {
+			logger.Info("Paused the rollout", "reason", d.Message)
+			c.event(obj, true, "RolloutPaused", d.Message)
+		}
+		return 0, err
 	case rollout.Finish:
-		logger.Info("Rollout finished", "message", d.Message)
-		err := c.write(ctx, obj, func(next *unstructured.Unstructured) error {
+		done, err = c.wrote(ctx, obj, func(next *unstructured.Unstructured) error {
 			rollout.End(next, d.State, d.Message)
 			return nil
 		})
-		if err == nil {
+		if done {
+			logger.Info("Rollout finished", "message", d.Message)
+			c.event(obj, false, "RolloutFinished", d.Message)
 			c.forget()
 		}
 		return 0, err
@@ -278,19 +296,38 @@ func (c *Controller) writeState(ctx context.Context, obj *unstructured.Unstructu
 // a conflict means a newer object is on its way through the informer,
 // which requeues it; the step is decided again then.
 func (c *Controller) write(ctx context.Context, obj *unstructured.Unstructured, mutate func(*unstructured.Unstructured) error) error {
+	_, err := c.wrote(ctx, obj, mutate)
+	return err
+}
+
+// wrote is write that also says whether the object was written (false
+// after a conflict).
+func (c *Controller) wrote(ctx context.Context, obj *unstructured.Unstructured, mutate func(*unstructured.Unstructured) error) (bool, error) {
 	next := obj.DeepCopy()
 	if err := mutate(next); err != nil {
-		return err
+		return false, err
 	}
 	_, err := c.plane.Resource(c.resource).Namespace(obj.GetNamespace()).Update(ctx, next, metav1.UpdateOptions{FieldManager: "cellfed-rollout"})
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		klog.FromContext(ctx).V(2).Info("Object changed meanwhile; deciding again", "object", obj.GetNamespace()+"/"+obj.GetName())
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("updating %s %s/%s: %w", c.resource.Resource, obj.GetNamespace(), obj.GetName(), err)
+		return false, fmt.Errorf("updating %s %s/%s: %w", c.resource.Resource, obj.GetNamespace(), obj.GetName(), err)
 	}
-	return nil
+	return true, nil
+}
+
+// event records what an automatic rollout did on the object.
+func (c *Controller) event(obj *unstructured.Unstructured, warning bool, reason, message string) {
+	if c.recorder == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	c.recorder.Event(obj, typ, reason, message)
 }
 
 func (c *Controller) record(ctx context.Context, obj *unstructured.Unstructured, hash string) error {

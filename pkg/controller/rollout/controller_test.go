@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
@@ -77,7 +78,9 @@ func TestReconcile(t *testing.T) {
 		// conflict makes the update fail with a conflict; refuse makes
 		// the first update fail as admission refuses it.
 		conflict, refuse bool
-		check            func(t *testing.T, written *unstructured.Unstructured, revisions int)
+		// event is the reason of the event expected ("" none).
+		event string
+		check func(t *testing.T, written *unstructured.Unstructured, revisions int)
 	}{
 		{
 			name: "new template: recorded, clock restarted, mask unchanged",
@@ -96,8 +99,9 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "batch done: next cell released",
-			obj:  object("app:2", []string{"a"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
+			name:  "batch done: next cell released",
+			event: "RolloutAdvanced",
+			obj:   object("app:2", []string{"a"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
 			check: func(t *testing.T, w *unstructured.Unstructured, _ int) {
 				m, _ := rollout.Decode(w)
 				if got := strings.Join(rollout.Mask(m), ","); got != "a,b" {
@@ -109,8 +113,9 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "last batch done: finished, mask and label gone",
-			obj:  object("app:2", []string{"a", "b", "c"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
+			name:  "last batch done: finished, mask and label gone",
+			event: "RolloutFinished",
+			obj:   object("app:2", []string{"a", "b", "c"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
 			check: func(t *testing.T, w *unstructured.Unstructured, _ int) {
 				if _, has, _ := unstructured.NestedFieldNoCopy(w.Object, "spec", "placementMask"); has || w.GetLabels()[rollout.LabelActive] != "" {
 					t.Errorf("finished object keeps mask or label: %v", w.Object)
@@ -170,7 +175,8 @@ func TestReconcile(t *testing.T) {
 				written = a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 				return true, written, nil
 			})
-			c := New(fedDeploy, client, DefaultOptions())
+			recorder := record.NewFakeRecorder(10)
+			c := New(fedDeploy, client, recorder, DefaultOptions())
 			c.now = func() time.Time { return now }
 			if err := c.informer.GetStore().Add(tc.obj); err != nil {
 				t.Fatal(err)
@@ -180,6 +186,16 @@ func TestReconcile(t *testing.T) {
 			}
 			revs, _ := client.Resource(rollout.RevisionResource).Namespace("shop").List(context.Background(), metav1.ListOptions{})
 			tc.check(t, written, len(revs.Items))
+			select {
+			case e := <-recorder.Events:
+				if tc.event == "" || !strings.Contains(e, tc.event) {
+					t.Errorf("event %q, want %q", e, tc.event)
+				}
+			default:
+				if tc.event != "" {
+					t.Errorf("no event, want %s", tc.event)
+				}
+			}
 		})
 	}
 }

@@ -70,6 +70,17 @@ var want = []struct {
 		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
 		status: true,
 	},
+	{
+		name: "templaterevisions.core.cellfed.io", group: "core.cellfed.io", kind: "TemplateRevision",
+		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
+		shortNames: []string{"templaterev"},
+		columns: []column{
+			{"Object", "string", ".spec.federatedObject.name"},
+			{"Kind", "string", ".spec.federatedObject.kind"},
+			{"Revision", "integer", ".spec.revision"},
+			{"Age", "date", ".metadata.creationTimestamp"},
+		},
+	},
 }
 
 func TestCRDs(t *testing.T) {

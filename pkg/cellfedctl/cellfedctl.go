@@ -31,7 +31,7 @@ func Main() int {
 
 // Run runs the command line as program argv0 with args, and returns the
 // exit code: 0, or 1 after one line `error: <what>; <how to fix>` on
-// stderr.
+// stderr (rollout status exits 2, silently, while a rollout is not done).
 func Run(argv0 string, args []string, streams genericiooptions.IOStreams) int {
 	// API warnings go to stderr as kubectl shows them, not through klog.
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(streams.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
@@ -40,8 +40,11 @@ func Run(argv0 string, args []string, streams genericiooptions.IOStreams) int {
 	root := NewCommand(argv0, streams)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(streams.ErrOut, "error: "+oneLine(err.Error()))
-		return 1
+		code, print := exitCodeOf(err)
+		if print {
+			fmt.Fprintln(streams.ErrOut, "error: "+oneLine(err.Error()))
+		}
+		return code
 	}
 	return 0
 }
@@ -80,7 +83,8 @@ func NewCommand(argv0 string, streams genericiooptions.IOStreams) *cobra.Command
 It joins and unjoins member clusters (KubeFedClusters), enables and
 disables federated types (a FederatedTypeConfig plus a federated CRD in
 types.kubefed.io served in v1beta1 and v1beta2), manages Cells, the
-deployment units federated objects are placed on, and shows their status.
+deployment units federated objects are placed on, shows their status, and
+rolls changes of federated objects out cell by cell (rollout).
 
 It reads kubeconfig like kubectl: --kubeconfig, $KUBECONFIG or
 ~/.kube/config, --context, and -n/--namespace (default: the context's
@@ -92,6 +96,7 @@ namespace).`, o.name),
 			"cell create rz00a --cluster=member1 -l zone=z1 -n shop",
 			"cell list -A",
 			"status",
+			"rollout start deployment/web -n shop --cells=rz00a",
 		),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -116,7 +121,7 @@ namespace).`, o.name),
 	})
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
-		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newVersionCommand(o))
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newVersionCommand(o))
 	return root
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
@@ -23,8 +24,9 @@ import (
 
 // planeClients reach the plane.
 type planeClients struct {
-	host string
-	kube kubernetes.Interface
+	host   string
+	config *rest.Config
+	kube   kubernetes.Interface
 	federatedtypes.Clients
 }
 
@@ -45,7 +47,7 @@ func (o *options) planeClients() (*planeClients, error) {
 	if err != nil {
 		return nil, withFix(fmt.Errorf("client for %s: %w", cfg.Host, err), "check the server and credentials of your kubeconfig context")
 	}
-	return &planeClients{host: cfg.Host, kube: kube, Clients: federatedtypes.Clients{CRDs: crds, Dynamic: dyn}}, nil
+	return &planeClients{host: cfg.Host, config: cfg, kube: kube, Clients: federatedtypes.Clients{CRDs: crds, Dynamic: dyn}}, nil
 }
 
 type enableOptions struct {

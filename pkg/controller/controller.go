@@ -1,8 +1,9 @@
 // Package controller assembles cellfed-controller: the member cluster
 // registry with its health probes (package clusters), the cell controller
 // (package cells) and one propagation controller per FederatedTypeConfig
-// with propagation enabled (package propagation), all under one leader
-// election Lease in the plane.
+// with propagation enabled (package propagation) and, beside each, a
+// rollout controller (package rollout), all under one leader election
+// Lease in the plane.
 package controller
 
 import (
@@ -40,6 +41,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/cells"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
+	"github.com/cellfed/cellfed/pkg/controller/rollout"
 )
 
 var typeConfigs = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "federatedtypeconfigs"}
@@ -50,6 +52,7 @@ type Options struct {
 	Kubeconfig          string
 	FederationNamespace string
 	Propagation         propagation.Options
+	Rollout             rollout.Options
 	Clusters            clusters.Options
 	CellWorkers         int
 	PlaneQPS            float32
@@ -68,6 +71,7 @@ func NewOptions() *Options {
 	return &Options{
 		FederationNamespace: "kube-federation-system",
 		Propagation:         propagation.DefaultOptions(),
+		Rollout:             rollout.DefaultOptions(),
 		Clusters:            clusters.DefaultOptions(),
 		CellWorkers:         4,
 		PlaneQPS:            200,
@@ -89,6 +93,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Propagation.AdoptExisting, "adopt-existing", o.Propagation.AdoptExisting, "adopt member objects that exist without the managed label (false: report AlreadyExists and leave them)")
 	fs.DurationVar(&o.Propagation.ClusterTimeout, "cluster-timeout", o.Propagation.ClusterTimeout, "time allowed for the work on one cluster for one object")
 	fs.DurationVar(&o.Propagation.StatusInterval, "status-interval", o.Propagation.StatusInterval, "least time between two status writes of one federated object: member status changes within it are written together (0 writes every change)")
+	fs.IntVar(&o.Rollout.Workers, "rollout-workers", o.Rollout.Workers, "objects under a rollout of one federated type handled in parallel")
+	fs.IntVar(&o.Rollout.HistoryLimit, "rollout-history-limit", o.Rollout.HistoryLimit, "template revisions kept per federated object for rollout undo")
 	fs.IntVar(&o.Clusters.Concurrency, "cluster-concurrency", o.Clusters.Concurrency, "requests in flight to one member cluster at a time")
 	fs.Float32Var(&o.Clusters.QPS, "member-qps", o.Clusters.QPS, "request rate limit of each member cluster's client")
 	fs.IntVar(&o.Clusters.Burst, "member-burst", o.Clusters.Burst, "request burst of each member cluster's client")
@@ -113,6 +119,9 @@ func (o *Options) Validate() error {
 	if o.Propagation.Workers < 1 {
 		errs = append(errs, errors.New("--workers must be at least 1"))
 	}
+	if o.Rollout.Workers < 1 || o.Rollout.HistoryLimit < 1 {
+		errs = append(errs, errors.New("--rollout-workers and --rollout-history-limit must be at least 1"))
+	}
 	if o.Clusters.Concurrency < 1 {
 		errs = append(errs, errors.New("--cluster-concurrency must be at least 1"))
 	}
@@ -134,6 +143,7 @@ func (o *Options) Validate() error {
 // Run runs the controller against the plane cfg reaches until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	o.Clusters.Namespace = o.FederationNamespace
+	o.Rollout.FederationNamespace = o.FederationNamespace
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.PlaneQPS, o.PlaneBurst
 	cfg.UserAgent = "cellfed-controller"
@@ -204,6 +214,7 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 
 	reg := clusters.NewRegistry(plane, kube, o.Clusters)
 	types := newTypeSet(ctx, plane, kube, reg, recorder, o.Propagation)
+	types.rollout = o.Rollout
 	reg.Subscribe(types.clusterChanged)
 	errc := make(chan error, 3)
 	go func() { errc <- reg.Run(ctx) }()
@@ -222,14 +233,16 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	return nil
 }
 
-// typeSet runs one propagation controller per enabled
-// FederatedTypeConfig, restarting it when the config changes.
+// typeSet runs one propagation controller and one rollout controller
+// per enabled FederatedTypeConfig, restarting them when the config
+// changes.
 type typeSet struct {
 	ctx      context.Context
 	plane    dynamic.Interface
 	reg      *clusters.Registry
 	recorder record.EventRecorder
 	opts     propagation.Options
+	rollout  rollout.Options
 	informer cache.SharedIndexInformer
 	// namespaces are the plane's namespaces, for their tenancy labels.
 	namespaces cache.SharedIndexInformer
@@ -322,6 +335,12 @@ func (s *typeSet) sync() {
 		r := &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
 		s.running[name] = r
 		nsChanged = nsChanged || t.IsNamespace()
+		// The type's rollouts run and stop with its propagation.
+		go func() {
+			if err := rollout.New(t.Federated, s.plane, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
+				klog.ErrorS(err, "Rollout controller stopped", "type", name)
+			}
+		}()
 		go func() {
 			err := ctrl.Run(ctx)
 			if err == nil || ctx.Err() != nil {

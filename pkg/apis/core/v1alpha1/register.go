@@ -25,7 +25,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Cell{}, &CellList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Cell{}, &CellList{}, &TemplateRevision{}, &TemplateRevisionList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -91,6 +91,8 @@ namespace).`, o.name),
 			"enable widgets.example.com --from-cluster=member1.kubeconfig",
 			"cell create rz00a --cluster=member1 -l zone=z1 -n shop",
 			"cell list -A",
+			"tenant create shop --tenant=acme --workspace=prod",
+			"tenant grant alice -n shop --role=app-team",
 			"status",
 		),
 		SilenceErrors: true,
@@ -116,7 +118,7 @@ namespace).`, o.name),
 	})
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
-		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newVersionCommand(o))
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newTenantCommand(o), newVersionCommand(o))
 	return root
 }
 

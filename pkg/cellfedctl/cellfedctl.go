@@ -80,7 +80,9 @@ func NewCommand(argv0 string, streams genericiooptions.IOStreams) *cobra.Command
 It joins and unjoins member clusters (KubeFedClusters), enables and
 disables federated types (a FederatedTypeConfig plus a federated CRD in
 types.kubefed.io served in v1beta1 and v1beta2), manages Cells, the
-deployment units federated objects are placed on, and shows their status.
+deployment units federated objects are placed on, creates tenant
+workspaces and grants app teams and viewers in them, and shows their
+status.
 
 It reads kubeconfig like kubectl: --kubeconfig, $KUBECONFIG or
 ~/.kube/config, --context, and -n/--namespace (default: the context's

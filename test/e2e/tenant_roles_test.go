@@ -298,6 +298,21 @@ shop        acme     prod        rz00a,rz01a,rz10a   member-1,member-2
 		if got := k.MustRun(t, "", append(alice, "-n", "shop", "get", "cells.core.cellfed.io", "-o", "name")...); strings.Count(got, "\n") != 3 {
 			t.Errorf("alice sees cells %q", got)
 		}
+		// A release step as `cellfedctl rollout` writes it: alice places
+		// an object on her cells, then narrows and widens its mask.
+		k.MustRun(t, `apiVersion: types.kubefed.io/v1beta2
+kind: FederatedConfigMap
+metadata: {name: gray, namespace: shop}
+spec:
+  template: {data: {k: v}}
+  placement: `+framework.CellPlacement("rz00a", "rz10a")+`
+`, append(alice, "apply", "-f", "-")...)
+		k.MustRun(t, "", append(alice, "-n", "shop", "patch", fedCM, "gray", "--type=merge",
+			"-p", `{"metadata":{"annotations":{"rollout.cellfed.io/step":"1"}},"spec":{"placementMask":{"topologies":[{"name":"rz00a"}]}}}`)...)
+		if got := k.MustRun(t, "", append(alice, "-n", "shop", "get", fedCM+"/gray", "-o", "jsonpath={.spec.placementMask.topologies[*].name}")...); got != "rz00a" {
+			t.Errorf("mask after alice's patch = %q, want rz00a", got)
+		}
+		k.MustRun(t, "", append(alice, "-n", "shop", "patch", fedCM, "gray", "--type=json", "-p", `[{"op":"remove","path":"/spec/placementMask"}]`)...)
 	})
 
 	t.Run("an edited or deleted role is put back", func(t *testing.T) {

@@ -86,6 +86,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-federation-api", fed.start); err != nil {
 		return fmt.Errorf("adding federation API hook: %w", err)
 	}
+	// The plane's roles exist before /readyz says ok, with or without the
+	// core controllers.
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-roles", planeRoles{namespace: o.FederationNamespace}.start); err != nil {
+		return fmt.Errorf("adding roles hook: %w", err)
+	}
 	if o.Controllers {
 		hook := coreControllers{
 			rootCA:      caBundle,

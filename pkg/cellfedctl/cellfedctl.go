@@ -83,8 +83,9 @@ func NewCommand(argv0 string, streams genericiooptions.IOStreams) *cobra.Command
 It joins and unjoins member clusters (KubeFedClusters), enables and
 disables federated types (a FederatedTypeConfig plus a federated CRD in
 types.kubefed.io served in v1beta1 and v1beta2), manages Cells, the
-deployment units federated objects are placed on, shows their status, and
-rolls changes of federated objects out cell by cell (rollout).
+deployment units federated objects are placed on, creates tenant
+workspaces and grants app teams and viewers in them, shows their status,
+and rolls changes of federated objects out cell by cell (rollout).
 
 It reads kubeconfig like kubectl: --kubeconfig, $KUBECONFIG or
 ~/.kube/config, --context, and -n/--namespace (default: the context's
@@ -95,6 +96,8 @@ namespace).`, o.name),
 			"enable widgets.example.com --from-cluster=member1.kubeconfig",
 			"cell create rz00a --cluster=member1 -l zone=z1 -n shop",
 			"cell list -A",
+			"tenant create shop --tenant=acme --workspace=prod",
+			"tenant grant alice -n shop --role=app-team",
 			"status",
 			"rollout start deployment/web -n shop --cells=rz00a",
 		),
@@ -121,7 +124,7 @@ namespace).`, o.name),
 	})
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
-		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newVersionCommand(o))
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newVersionCommand(o))
 	return root
 }
 

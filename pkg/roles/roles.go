@@ -1,0 +1,121 @@
+// Package roles defines the RBAC roles the cellfed plane ships: platform
+// admin, app team and viewer (ClusterRoles, bound per workspace namespace
+// by `cellfedctl tenant grant`), plus the read access to
+// FederatedTypeConfigs every authenticated user gets. cellfed-apiserver
+// creates them on start and puts them back when they are edited or
+// deleted; cellfedctl binds them.
+package roles
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterRole names.
+const (
+	PlatformAdmin = "cellfed:platform-admin"
+	AppTeam       = "cellfed:app-team"
+	Viewer        = "cellfed:viewer"
+	// TypeReader may read FederatedTypeConfigs (and nothing else) in the
+	// federation namespace; bound there to every authenticated user.
+	TypeReader = "cellfed:federated-type-reader"
+)
+
+// LabelManaged marks the RBAC objects the plane owns and reconciles; its
+// value is "true".
+const LabelManaged = "cellfed.io/bootstrapping"
+
+// Kubernetes' aggregation labels: a ClusterRole carrying one has its rules
+// added to the default role of that name.
+const (
+	aggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	aggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	aggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+)
+
+// API groups the roles name.
+const (
+	groupTypes   = "types.kubefed.io" // every federated type, enabled now or later
+	groupCellfed = "core.cellfed.io"  // Cells, TemplateRevisions
+	groupKubeFed = "core.kubefed.io"  // PropagatedVersions, FederatedTypeConfigs, KubeFedClusters
+)
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+)
+
+// ClusterRoles are the plane's ClusterRoles, in a fixed order.
+//
+// app team: every federated type (resources "*" of types.kubefed.io, so
+// types enabled later are covered, their /status included), rollout's
+// TemplateRevisions, read of Cells and PropagatedVersions. Bound with a
+// RoleBinding it applies to that namespace only: nothing in the
+// federation namespace (no Secrets, no KubeFedClusters), no Cells or
+// KubeFedClusters created. It aggregates into Kubernetes' edit and admin.
+//
+// viewer: read of the same; aggregates into view (and so into edit and
+// admin).
+//
+// platform admin: everything, bound with a ClusterRoleBinding.
+func ClusterRoles() []*rbacv1.ClusterRole {
+	return []*rbacv1.ClusterRole{
+		{
+			ObjectMeta: meta(PlatformAdmin, nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+				{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+			},
+		},
+		{
+			ObjectMeta: meta(AppTeam, map[string]string{aggregateToEdit: "true", aggregateToAdmin: "true"}),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{groupTypes}, Resources: []string{"*"}, Verbs: writeVerbs},
+				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions"}, Verbs: writeVerbs},
+				{APIGroups: []string{groupCellfed}, Resources: []string{"cells", "cells/status"}, Verbs: readVerbs},
+				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
+			},
+		},
+		{
+			ObjectMeta: meta(Viewer, map[string]string{aggregateToView: "true"}),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{groupTypes}, Resources: []string{"*"}, Verbs: readVerbs},
+				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions", "cells", "cells/status"}, Verbs: readVerbs},
+				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
+			},
+		},
+		{
+			ObjectMeta: meta(TypeReader, nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{groupKubeFed}, Resources: []string{"federatedtypeconfigs"}, Verbs: readVerbs},
+			},
+		},
+	}
+}
+
+// TypeReaderBinding lets every authenticated user read the
+// FederatedTypeConfigs of the federation namespace (which types are
+// enabled, and their target types: what `cellfedctl rollout` resolves a
+// kind with), and nothing else there.
+func TypeReaderBinding(fedNamespace string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: TypeReader, Namespace: fedNamespace, Labels: map[string]string{LabelManaged: "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: TypeReader},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}},
+	}
+}
+
+func meta(name string, labels map[string]string) metav1.ObjectMeta {
+	l := map[string]string{LabelManaged: "true"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Labels: l}
+}
+
+// Tenant roles `cellfedctl tenant grant --role` accepts, to ClusterRole
+// names.
+var TenantRoles = map[string]string{
+	"app-team": AppTeam,
+	"viewer":   Viewer,
+}

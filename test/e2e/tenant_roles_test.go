@@ -315,6 +315,31 @@ spec:
 		k.MustRun(t, "", append(alice, "-n", "shop", "patch", fedCM, "gray", "--type=json", "-p", `[{"op":"remove","path":"/spec/placementMask"}]`)...)
 	})
 
+	t.Run("app team runs cellfedctl rollout in its workspace", func(t *testing.T) {
+		k.MustRun(t, `apiVersion: types.kubefed.io/v1beta2
+kind: FederatedConfigMap
+metadata: {name: roll, namespace: shop}
+spec:
+  placement: {topologies: [{name: rz00a}, {name: rz10a}]}
+  template: {data: {k: "1"}}
+`, append(alice, "apply", "-f", "-")...)
+		ctl.ok(t, "--as=alice", "rollout", "start", "federatedconfigmap/roll", "-n", "shop", "--cells=rz00a")
+		if got := k.MustRun(t, "", "-n", "shop", "get", fedCM, "roll", "-o", "jsonpath={.spec.placementMask.topologies[*].name}"); got != "rz00a" {
+			t.Errorf("mask after alice's rollout start = %q, want rz00a", got)
+		}
+		ctl.ok(t, "--as=alice", "rollout", "pause", "federatedconfigmap/roll", "-n", "shop")
+		ctl.ok(t, "--as=alice", "rollout", "resume", "federatedconfigmap/roll", "-n", "shop")
+		ctl.ok(t, "--as=alice", "rollout", "finish", "federatedconfigmap/roll", "-n", "shop", "--force")
+		if got := k.MustRun(t, "", "-n", "shop", "get", fedCM, "roll", "-o", "jsonpath={.spec.placementMask}"); got != "" {
+			t.Errorf("mask after alice's rollout finish = %q, want none", got)
+		}
+		// Not in another workspace.
+		k.MustRun(t, tenantConfigMap("other", "roll", "1"), "apply", "-f", "-")
+		if _, _, code := ctl.run(t, "--as=alice", "rollout", "start", "federatedconfigmap/roll", "-n", "other", "--cells=rz00b"); code == 0 {
+			t.Error("alice started a rollout in another workspace")
+		}
+	})
+
 	t.Run("an edited or deleted role is put back", func(t *testing.T) {
 		k.MustRun(t, "", "patch", "clusterrole", "cellfed:app-team", "--type=json", "-p", `[{"op":"remove","path":"/rules/0"}]`)
 		k.MustRun(t, "", "delete", "clusterrole", "cellfed:viewer")

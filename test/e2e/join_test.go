@@ -266,6 +266,30 @@ func TestJoinStatusUnjoin(t *testing.T) {
 		}
 	})
 
+	t.Run("join --tenant dedicates the cluster", func(t *testing.T) {
+		ctl.fails(t, `--tenant="bad tenant" is not a tenant name`, "join", "m1", memberFlag, "--tenant=bad tenant")
+		out := ctl.ok(t, "join", "m1", memberFlag, "--tenant=acme")
+		if !strings.Contains(out, "KubeFedCluster kube-federation-system/m1 (updated)") {
+			t.Errorf("join --tenant printed\n%s", out)
+		}
+		u, err := planeDyn.Resource(schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}).
+			Namespace("kube-federation-system").Get(context.Background(), "m1", metav1.GetOptions{})
+		if err != nil || u.GetLabels()["cellfed.io/tenant"] != "acme" {
+			t.Fatalf("KubeFedCluster m1 after join --tenant=acme: labels %v, err %v", u.GetLabels(), err)
+		}
+		if out := ctl.ok(t, "join", "m1", memberFlag, "--tenant=acme"); !strings.Contains(out, "KubeFedCluster kube-federation-system/m1 (unchanged)") {
+			t.Errorf("join --tenant again printed\n%s", out)
+		}
+		// Shared again for the subtests below.
+		labels := u.GetLabels()
+		delete(labels, "cellfed.io/tenant")
+		u.SetLabels(labels)
+		if _, err := planeDyn.Resource(schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}).
+			Namespace("kube-federation-system").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("removing the tenant label: %v", err)
+		}
+	})
+
 	t.Run("rotate the token", func(t *testing.T) {
 		out, errOut, _ := ctl.run(t, "join", "m1", memberFlag, "--rotate-token")
 		if !strings.Contains(out, "token: minted") || !strings.Contains(out, "Secret kube-federation-system/m1-token (updated), KubeFedCluster kube-federation-system/m1 (unchanged)") {

@@ -157,16 +157,14 @@ func (i *Informers) CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error)
 	return out, nil
 }
 
-// FederatedObjects lists the namespace's federated objects type by type
-// (it runs only when a namespace's tenancy labels change) until limit.
-func (i *Informers) FederatedObjects(namespace string, limit int) ([]string, error) {
+// namespacedTypes are the federated API resources of the enabled
+// namespaced types, from the FederatedTypeConfigs.
+func (i *Informers) namespacedTypes() ([]fedv1beta1.APIResource, error) {
 	list, err := i.typeConfigs.ByNamespace(i.federationNamespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var out []string
+	var out []fedv1beta1.APIResource
 	for _, o := range list {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -176,7 +174,22 @@ func (i *Informers) FederatedObjects(namespace string, limit int) ([]string, err
 		if err := decodeContent(u.Object, &ftc); err != nil || ftc.Spec.FederatedType.Scope != "Namespaced" {
 			continue
 		}
-		ft := ftc.Spec.FederatedType
+		out = append(out, ftc.Spec.FederatedType)
+	}
+	return out, nil
+}
+
+// FederatedObjects lists the namespace's federated objects type by type
+// (it runs only when a namespace's tenancy labels change) until limit.
+func (i *Informers) FederatedObjects(namespace string, limit int) ([]string, error) {
+	types, err := i.namespacedTypes()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []string
+	for _, ft := range types {
 		gvr := schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName}
 		objs, err := i.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: int64(limit)})
 		if err != nil {
@@ -223,23 +236,14 @@ func (i *Informers) Target(federatedKind string) (federatedtypes.Target, bool, e
 // namespaced type in v1beta2 (a list per type: it runs only when a Cell
 // is written) and returns those placing by a cell selector.
 func (i *Informers) CellSelectors(namespace string) ([]SelectorUse, error) {
-	list, err := i.typeConfigs.ByNamespace(i.federationNamespace).List(labels.Everything())
+	types, err := i.namespacedTypes()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var out []SelectorUse
-	for _, o := range list {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		var ftc fedv1beta1.FederatedTypeConfig
-		if err := decodeContent(u.Object, &ftc); err != nil || ftc.Spec.FederatedType.Scope != "Namespaced" {
-			continue
-		}
-		ft := ftc.Spec.FederatedType
+	for _, ft := range types {
 		gvr := schema.GroupVersionResource{Group: ft.Group, Version: typesv1beta2.Version, Resource: ft.PluralName}
 		objs, err := i.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -282,7 +282,7 @@ func (s *typeSet) run(ctx context.Context) error {
 			o, ok1 := old.(*corev1.Namespace)
 			n, ok2 := cur.(*corev1.Namespace)
 			if ok1 && ok2 && o.Labels[cellv1alpha1.LabelTenant] != n.Labels[cellv1alpha1.LabelTenant] {
-				s.tenantChanged(n.Name)
+				s.requeueNamespace(n.Name, true)
 			}
 		},
 	}); err != nil {
@@ -421,12 +421,17 @@ func (s *typeSet) namespacePlacement(ns string) (*typesv1beta1.Placement, bool, 
 	return p, true, nil
 }
 
-// namespaceChanged requeues the namespaced objects of ns in every type.
-func (s *typeSet) namespaceChanged(ns string) {
+// namespaceChanged requeues the namespaced objects of ns in every type
+// but the Namespace type: its FederatedNamespace changed.
+func (s *typeSet) namespaceChanged(ns string) { s.requeueNamespace(ns, false) }
+
+// requeueNamespace requeues the objects of ns in every namespaced type,
+// the FederatedNamespace too when withNamespaceType is set.
+func (s *typeSet) requeueNamespace(ns string, withNamespaceType bool) {
 	s.mu.Lock()
 	ctrls := make([]*propagation.Controller, 0, len(s.running))
 	for _, r := range s.running {
-		if !r.typ.IsNamespace() && r.typ.Namespaced {
+		if r.typ.Namespaced && (withNamespaceType || !r.typ.IsNamespace()) {
 			ctrls = append(ctrls, r.ctrl)
 		}
 	}
@@ -446,22 +451,6 @@ func (s *typeSet) tenantOf(ns string) (string, error) {
 		return "", err
 	}
 	return obj.(*corev1.Namespace).Labels[cellv1alpha1.LabelTenant], nil
-}
-
-// tenantChanged requeues the objects of ns in every namespaced type, the
-// FederatedNamespace among them.
-func (s *typeSet) tenantChanged(ns string) {
-	s.mu.Lock()
-	ctrls := make([]*propagation.Controller, 0, len(s.running))
-	for _, r := range s.running {
-		if r.typ.Namespaced {
-			ctrls = append(ctrls, r.ctrl)
-		}
-	}
-	s.mu.Unlock()
-	for _, c := range ctrls {
-		c.NamespaceChanged(ns)
-	}
 }
 
 func (s *typeSet) clusterChanged() {

@@ -271,9 +271,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	}
 	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
-	rep := report{placed: sets.New[string](), details: map[string]string{}}
+	cur := statusOf(fed)
+	rep := report{placed: sets.New[string](), details: map[string]string{}, cur: &cur}
 	prev := map[string]typesv1b1.ClusterStatus{}
-	for _, cs := range statusOf(fed).Clusters {
+	for _, cs := range cur.Clusters {
 		prev[cs.Name] = cs
 	}
 	ns, name := c.typ.targetName(fed)

@@ -66,12 +66,24 @@ func upToDate(d desired, existing *unstructured.Unstructured, recorded string) b
 	if staleLabels, staleAnn := staleKeys(d.obj, existing); len(staleLabels)+len(staleAnn) > 0 {
 		return false
 	}
-	if len(want) == len(d.obj.GetAnnotations()) {
-		return covers(existing.Object, d.obj.Object)
+	return covers(existing.Object, withAnnotations(d.obj.Object, want))
+}
+
+// withAnnotations is obj with metadata.annotations replaced by ann, sharing
+// everything else with obj (only read afterwards).
+func withAnnotations(obj map[string]any, ann map[string]string) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		return obj
 	}
-	obj := d.obj.DeepCopy()
-	obj.SetAnnotations(want)
-	return covers(existing.Object, obj.Object)
+	a := make(map[string]any, len(ann))
+	for k, v := range ann {
+		a[k] = v
+	}
+	out, outMD := maps.Clone(obj), maps.Clone(md)
+	outMD["annotations"] = a
+	out["metadata"] = outMD
+	return out
 }
 
 func subset(want, have map[string]string) bool {

@@ -260,7 +260,10 @@ func inWorkspace(in Input, c Candidate) bool {
 	if in.Namespace == "" {
 		return true
 	}
-	if ns, _, ok := cellv1alpha1.ParseCellClusterName(c.Name); ok {
+	// Names with a dot are per-cell clusters (<namespace>.<cell>);
+	// physical cluster names have none. Split without validating: this
+	// runs for every cluster of every reconcile.
+	if ns, _, isCell := strings.Cut(c.Name, "."); isCell {
 		return ns == in.Namespace
 	}
 	t := c.Labels[cellv1alpha1.LabelTenant]

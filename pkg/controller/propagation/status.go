@@ -39,6 +39,9 @@ type report struct {
 	// details explain some clusters' statuses in the condition message.
 	details map[string]string
 	fail    failure
+	// cur is the object's status as read, when the reconcile decoded it
+	// already.
+	cur *typesv1b1.Status
 }
 
 // writeStatus sets status.clusters, the Propagation and Ready conditions,
@@ -47,7 +50,12 @@ type report struct {
 func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, rep report) error {
 	clusters, details, fail := rep.clusters, rep.details, rep.fail
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
-	cur := statusOf(fed)
+	var cur typesv1b1.Status
+	if rep.cur != nil {
+		cur = *rep.cur
+	} else {
+		cur = statusOf(fed)
+	}
 	cond := typesv1b1.Condition{Type: PropagationCondition, Status: "True"}
 	var bad, held, notReady []string
 	placed, propagated, ready := 0, 0, 0
@@ -150,6 +158,7 @@ type writeLimiter struct {
 	interval time.Duration
 	mu       sync.Mutex
 	last     map[string]time.Time
+	pruned   time.Time
 }
 
 func newWriteLimiter(interval time.Duration) *writeLimiter {
@@ -190,7 +199,8 @@ func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 	l.last[l.key(fed)] = now
 	// Forget objects written long ago, so the map follows the objects
 	// being written, not every object ever written.
-	if len(l.last) > 1024 {
+	if len(l.last) > 1024 && now.Sub(l.pruned) > l.interval {
+		l.pruned = now
 		for k, t := range l.last {
 			if now.Sub(t) > l.interval {
 				delete(l.last, k)

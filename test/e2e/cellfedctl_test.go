@@ -197,7 +197,7 @@ func TestCellfedctl(t *testing.T) {
 
 	t.Run("enable a CRD from a member cluster", func(t *testing.T) {
 		mk.MustRun(t, ctlMemberCRD, "apply", "-f", "-")
-		mk.MustRun(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com")
+		mk.WaitEstablished(t, "widgets.example.com")
 		want := "enabled widgets.example.com: FederatedTypeConfig kube-federation-system/widgets.example.com, CRD federatedwidgets.types.kubefed.io (v1beta1, v1beta2)"
 		if out := ctl.ok(t, "enable", "widgets.example.com", "--from-cluster="+member.Kubeconfig); strings.TrimSpace(out) != want {
 			t.Errorf("enable printed %q, want %q", out, want)

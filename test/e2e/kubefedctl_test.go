@@ -497,7 +497,7 @@ func TestKubefedctl(t *testing.T) {
 		for _, m := range f.members {
 			framework.Kubectl{Kubeconfig: m.Kubeconfig}.MustRun(t, ctlMemberCRD, "apply", "-f", "-")
 		}
-		f.k.MustRun(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com")
+		f.k.WaitEstablished(t, "widgets.example.com")
 		r := f.kf.MustRun(t, kfctlArgs("enable", "widgets.example.com")...)
 		for _, want := range []string{
 			"customresourcedefinition.apiextensions.k8s.io/federatedwidgets.types.kubefed.io created",

@@ -40,7 +40,7 @@ func TestKubectlAgainstPlane(t *testing.T) {
 			k.MustRun(t, "", "create", "namespace", "demo")
 			k.MustRun(t, "", "-n", "demo", "create", "secret", "generic", "db", "--from-literal=password=hunter2")
 			k.MustRun(t, widgetCRD(webhook), "apply", "-f", "-")
-			k.MustRun(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.fixtures.cellfed.io")
+			k.WaitEstablished(t, "widgets.fixtures.cellfed.io")
 			// One object written in each version.
 			k.MustRun(t, widget("v1", "small", "size", 3), "apply", "-f", "-")
 			k.MustRun(t, widget("v2", "large", "replicas", 7), "apply", "-f", "-")

@@ -347,7 +347,7 @@ spec:
 	for i := range 2 {
 		mk := framework.Kubectl{Kubeconfig: f.members[i].Kubeconfig}
 		mk.MustRun(t, ctlMemberCRD, "apply", "-f", "-")
-		mk.MustRun(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com")
+		mk.WaitEstablished(t, "widgets.example.com")
 	}
 	f.ctl.ok(t, "enable", "widgets.example.com", "--from-cluster="+f.members[0].Kubeconfig)
 	f.kubectl.MustRun(t, `apiVersion: types.kubefed.io/v1beta2

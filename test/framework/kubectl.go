@@ -65,3 +65,27 @@ func (k Kubectl) MustRun(t testing.TB, stdin string, args ...string) string {
 	}
 	return out
 }
+
+// WaitEstablished polls until the CRD's Established condition is True.
+// `kubectl wait --for=condition=Established` is not used: it fails at once
+// when it reads the CRD before the plane has written any condition
+// (status.conditions still null), which happens under load.
+func (k Kubectl) WaitEstablished(t testing.TB, crd string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for {
+		out, err := k.Run(context.Background(), "", "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		if err == nil && strings.TrimSpace(out) == "True" {
+			return
+		}
+		last = strings.TrimSpace(out)
+		if err != nil {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRD %s not Established within 60s; last read: %q", crd, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -24,6 +24,32 @@ import (
 //go:embed crds/*.yaml
 var crdFiles embed.FS
 
+// federatedShapes is the generated CRD of the two federated shapes
+// (pkg/apis/types/v1beta1 and v1beta2 as the generic kind
+// FederatedObject). It is not installed; see FederatedSchemas.
+//
+//go:embed federated/types.kubefed.io_federatedobjects.yaml
+var federatedShapes []byte
+
+// FederatedSchemas returns the OpenAPI schema controller-gen generated
+// from the Go types of each federated shape, by version (v1beta1,
+// v1beta2). Their descriptions are the types' doc comments; the federated
+// CRDs pkg/federatedtypes builds for each enabled type take them from here.
+func FederatedSchemas() (map[string]*apiextensionsv1.JSONSchemaProps, error) {
+	crd, err := decodeCRD(federatedShapes)
+	if err != nil {
+		return nil, fmt.Errorf("manifests/federated: %w", err)
+	}
+	out := make(map[string]*apiextensionsv1.JSONSchemaProps, len(crd.Spec.Versions))
+	for _, v := range crd.Spec.Versions {
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			return nil, fmt.Errorf("manifests/federated: version %s has no schema", v.Name)
+		}
+		out[v.Name] = v.Schema.OpenAPIV3Schema
+	}
+	return out, nil
+}
+
 // decoder decodes apiextensions.k8s.io/v1 objects strictly: an unknown or
 // duplicate field is an error, not silently dropped. It neither defaults
 // nor converts.

@@ -173,6 +173,8 @@ for i in 1 2 3; do
 		kubectl --kubeconfig="$DEMO/member-$i/admin.kubeconfig" get deployment/web service/web -n "$NS" \
 		-o 'jsonpath={.items[0].spec.replicas} {.items[1].spec.type}'
 done
+eventually "cells count the objects they hold" "2 0 2 2 " \
+	kubectl get cells -n "$NS" -o 'jsonpath={range .items[*]}{.status.objects}{" "}{end}'
 log "Propagated to all three cells after $((SECONDS - start))s."
 
 # --- the story -------------------------------------------------------------

@@ -46,6 +46,9 @@ func TestDemo(t *testing.T) {
 	// Forbidden), grayscale, disaster recovery, undo.
 	want := []string{
 		"Propagated to all three cells",
+		`(?m)^NAME\s+CLUSTER\s+KUBEFEDCLUSTER\s+READY\s+OBJECTS\s+AGE$`,
+		`(?m)^rz00a\s+member-1\s+shop.rz00a\s+True\s+2\s`,
+		`(?m)^rz01a\s+member-1\s+shop.rz01a\s+True\s+0\s`,
 		"==== 1. Per-cell readiness",
 		"member-2: deployment shop/web rolled out, 5/5 ready",
 		`(?m)^NAME\s+TOPOLOGY\s+RELEASED\s+READY\s+UPDATED\s+PROPAGATION\s+AGE$`,
@@ -61,7 +64,7 @@ func TestDemo(t *testing.T) {
 		"released rz10a (2 of 3 placed cells); held back: rz20a",
 		"mask removed, every placed cell is released (newly released: rz20a)",
 		"==== 4. Disaster recovery",
-		`(?m)^NAME\s+CLUSTER\s+KUBEFEDCLUSTER\s+READY\s+AGE$`,
+		`(?m)^NAME\s+CLUSTER\s+KUBEFEDCLUSTER\s+READY\s+OBJECTS\s+AGE$`,
 		`(?m)^rz10a\s+member-2\s+shop.rz10a\s+False`,
 		"released rz00a, rz20a (2 of 3 placed cells); held back: rz10a",
 		`(?m)^rz10a\s+member-2\s+shop.rz10a\s+True`,

@@ -43,7 +43,9 @@ run: build kubectl
 	DATA_DIR='$(DATA_DIR)' CONTROLLER_ARGS='$(CONTROLLER_ARGS)' hack/run.sh $(ARGS)
 
 # A throwaway federation in a temp dir: plane, controller, three members,
-# cells and a released app (hack/demo.sh). DEMO_EXIT=1 exits after printing.
+# cells, a released app, then grayscale, readiness, disaster recovery, undo
+# and an app team's identity (hack/demo.sh). DEMO_EXIT=1 exits when done,
+# DEMO_STEP=1 pauses before each step.
 demo: build kubectl
 	hack/demo.sh
 

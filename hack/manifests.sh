@@ -14,6 +14,12 @@
 #   - in the main module for ./pkg/apis/core/v1alpha1, so our types are read
 #     from the work tree with the main module's own dependencies, and a change
 #     to the main go.mod never needs a matching change in hack/tools.
+#
+# It also generates manifests/federated/: the two shapes of a federated type
+# (./pkg/apis/types/v1beta1 and v1beta2) as one CRD of a generic kind
+# FederatedObject. It is never installed: pkg/federatedtypes copies its
+# descriptions (the Go types' doc comments) into every federated CRD it
+# builds, so `kubectl explain` describes their fields.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,6 +61,16 @@ gen=$tmp/gen
 (cd "$root" && "$controller_gen" crd \
 	paths=./pkg/apis/core/v1alpha1 \
 	output:crd:dir="$gen")
+fedgen=$tmp/fedgen
+(cd "$root" && "$controller_gen" crd \
+	paths=./pkg/apis/types/v1beta1 \
+	paths=./pkg/apis/types/v1beta2 \
+	output:crd:dir="$fedgen")
+federated=types.kubefed.io_federatedobjects.yaml
+if [ ! -f "$fedgen/$federated" ]; then
+	echo "controller-gen did not emit $federated" >&2
+	exit 1
+fi
 
 out=$tmp/crds
 mkdir "$out"
@@ -65,18 +81,23 @@ for f in "${crds[@]}"; do
 	fi
 	cp "$gen/$f" "$out/$f"
 done
+fedout=$tmp/federated
+mkdir "$fedout"
+cp "$fedgen/$federated" "$fedout/$federated"
 
 dest=$root/manifests/crds
+fedDest=$root/manifests/federated
 if $verify; then
-	if ! diff -r -u "$dest" "$out"; then
-		echo "manifests/crds is out of date: run 'make manifests'" >&2
+	if ! diff -r -u "$dest" "$out" || ! diff -r -u "$fedDest" "$fedout"; then
+		echo "manifests/crds or manifests/federated is out of date: run 'make manifests'" >&2
 		exit 1
 	fi
-	echo "manifests/crds is up to date"
+	echo "manifests/crds and manifests/federated are up to date"
 	exit 0
 fi
 
-mkdir -p "$dest"
-rm -f "$dest"/*.yaml
+mkdir -p "$dest" "$fedDest"
+rm -f "$dest"/*.yaml "$fedDest"/*.yaml
 cp "$out"/*.yaml "$dest"/
-echo "wrote ${#crds[@]} CRDs to manifests/crds"
+cp "$fedout"/*.yaml "$fedDest"/
+echo "wrote ${#crds[@]} CRDs to manifests/crds and the federated shapes to manifests/federated"

@@ -24,6 +24,32 @@ import (
 //go:embed crds/*.yaml
 var crdFiles embed.FS
 
+// federatedShapes is the generated CRD of the two federated shapes
+// (pkg/apis/types/v1beta1 and v1beta2 as the generic kind
+// FederatedObject). It is not installed; see FederatedSchemas.
+//
+//go:embed federated/types.kubefed.io_federatedobjects.yaml
+var federatedShapes []byte
+
+// FederatedSchemas returns the OpenAPI schema controller-gen generated
+// from the Go types of each federated shape, by version (v1beta1,
+// v1beta2). Their descriptions are the types' doc comments; the federated
+// CRDs pkg/federatedtypes builds for each enabled type take them from here.
+func FederatedSchemas() (map[string]*apiextensionsv1.JSONSchemaProps, error) {
+	crd, err := decodeCRD(federatedShapes)
+	if err != nil {
+		return nil, fmt.Errorf("manifests/federated: %w", err)
+	}
+	out := make(map[string]*apiextensionsv1.JSONSchemaProps, len(crd.Spec.Versions))
+	for _, v := range crd.Spec.Versions {
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			return nil, fmt.Errorf("manifests/federated: version %s has no schema", v.Name)
+		}
+		out[v.Name] = v.Schema.OpenAPIV3Schema
+	}
+	return out, nil
+}
+
 // decoder decodes apiextensions.k8s.io/v1 objects strictly: an unknown or
 // duplicate field is an error, not silently dropped. It neither defaults
 // nor converts.
@@ -101,10 +127,34 @@ func decodeCRD(data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	return crd, nil
 }
 
+// kubeFedConfigDescriptions describe the KubeFedConfig fields whose Go
+// types in KubeFed v0.10.0 carry no doc comment (their subfields do), so
+// `kubectl explain kubefedconfigs.spec` describes every field. The rest of
+// KubeFed's CRDs are described by KubeFed's own doc comments.
+var kubeFedConfigDescriptions = map[string]string{
+	"clusterHealthCheck":         "How the member clusters' health is probed: period, timeout and the failures or successes in a row that change a cluster's readiness.",
+	"controllerDuration":         "Delays of the controllers: how long to wait before acting on a cluster that became available or unavailable, and how long a cache may take to sync.",
+	"featureGates":               "KubeFed's feature gates (PushReconciler, SchedulerPreferences, RawResourceStatusCollection), each named once.",
+	"featureGates.name":          "Name of the feature gate.",
+	"featureGates.configuration": "Enabled or Disabled.",
+	"leaderElect":                "Leader election of KubeFed's controller manager: the resource lock and its lease timings.",
+	"statusController":           "Settings of the status controller.",
+	"syncController":             "Settings of the sync controller: adoption of pre-existing member resources and concurrent reconciles.",
+}
+
 // extend adds cellfed's extensions of KubeFed's API to the generated
 // CRDs (upstream KubeFed ignores them): FederatedTypeConfig
-// spec.propagatingAnnotations, the annotation keys propagated as spec.
+// spec.propagatingAnnotations, the annotation keys propagated as spec;
+// and descriptions of the KubeFedConfig fields KubeFed left undocumented.
 func extend(crd *apiextensionsv1.CustomResourceDefinition) {
+	if crd.Name == "kubefedconfigs.core.kubefed.io" {
+		for i := range crd.Spec.Versions {
+			if v := crd.Spec.Versions[i].Schema; v != nil && v.OpenAPIV3Schema != nil {
+				describeFields(v.OpenAPIV3Schema.Properties["spec"], kubeFedConfigDescriptions, "")
+			}
+		}
+		return
+	}
 	if crd.Name != "federatedtypeconfigs.core.kubefed.io" {
 		return
 	}
@@ -123,5 +173,22 @@ func extend(crd *apiextensionsv1.CustomResourceDefinition) {
 			Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}},
 		}
 		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+}
+
+// describeFields sets the description of each field of s named in descs
+// (dot paths below prefix; array items are their array's path) that has
+// none. Properties are maps of values, so their schemas are written back.
+func describeFields(s apiextensionsv1.JSONSchemaProps, descs map[string]string, prefix string) {
+	for name, p := range s.Properties {
+		path := prefix + name
+		if d, ok := descs[path]; ok && p.Description == "" {
+			p.Description = d
+		}
+		if p.Items != nil && p.Items.Schema != nil {
+			describeFields(*p.Items.Schema, descs, path+".")
+		}
+		describeFields(p, descs, path+".")
+		s.Properties[name] = p
 	}
 }

@@ -38,6 +38,7 @@ var want = []struct {
 			{"Cluster", "string", ".spec.cluster"},
 			{"KubeFedCluster", "string", ".status.kubeFedCluster"},
 			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`},
+			{"Objects", "integer", ".status.objects"},
 			{"Age", "date", ".metadata.creationTimestamp"},
 		},
 	},

@@ -1,12 +1,15 @@
 package federatedtypes
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/cellfed/cellfed/manifests"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
@@ -70,19 +73,20 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 					Name:                     typesv1beta1.Version,
 					Served:                   true,
 					Storage:                  StorageVersion == typesv1beta1.Version,
-					Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: v1beta1Schema(template)},
+					Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: describe(v1beta1Schema(template), typesv1beta1.Version)},
 					Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-					AdditionalPrinterColumns: printerColumns(t, ".spec.placement.clusters", "Clusters"),
+					AdditionalPrinterColumns: printerColumns(t),
 				},
 				{
 					Name:         typesv1beta2.Version,
 					Served:       true,
 					Storage:      StorageVersion == typesv1beta2.Version,
-					Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: v1beta2Schema(template)},
+					Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: describe(v1beta2Schema(template), typesv1beta2.Version)},
 					Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 					AdditionalPrinterColumns: append([]apiextensionsv1.CustomResourceColumnDefinition{
-						{Name: "Topology", Type: "string", JSONPath: ".spec.placement.topologyType"},
-					}, printerColumns(t, ".spec.placement.topologies", "Topologies")...),
+						{Name: "Topology", Type: "string", JSONPath: ".spec.placement.topologyType",
+							Description: "What placement names: cell or cluster."},
+					}, printerColumns(t)...),
 				},
 			},
 		},
@@ -99,22 +103,70 @@ func CRD(t Target, template *apiextensionsv1.JSONSchemaProps, conversion *apiext
 	return crd
 }
 
-// printerColumns are what kubectl get shows: the placement, how many
-// placed topologies run the current generation, for workloads how many
-// are ready, and the Propagation condition.
-func printerColumns(t Target, placementPath, placementName string) []apiextensionsv1.CustomResourceColumnDefinition {
+// printerColumns are what kubectl get shows at a glance, all from the
+// status cellfed-controller writes: how many placed topologies the release
+// reaches (placement ∩ mask, of the placed), for workloads how many are
+// ready, how many run the current generation, and the Propagation
+// condition. No column prints a list: a cell's name is in status.
+func printerColumns(t Target) []apiextensionsv1.CustomResourceColumnDefinition {
 	cols := []apiextensionsv1.CustomResourceColumnDefinition{
-		{Name: placementName, Type: "string", JSONPath: placementPath},
+		{Name: "Released", Type: "string", JSONPath: ".status.released",
+			Description: "n/m: of the m placed cells (or clusters), n are in the placement mask (all without a mask)."},
 	}
 	if t.Workload() {
-		cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Ready", Type: "string", JSONPath: ".status.ready"})
+		cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Ready", Type: "string", JSONPath: ".status.ready",
+			Description: "n/m: of the m placed cells, n report the member object ready."})
 	}
 	return append(cols,
-		apiextensionsv1.CustomResourceColumnDefinition{Name: "Propagated", Type: "string", JSONPath: ".status.propagated"},
-		apiextensionsv1.CustomResourceColumnDefinition{Name: "Propagation", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].status`},
-		apiextensionsv1.CustomResourceColumnDefinition{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].reason`, Priority: 1},
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Updated", Type: "string", JSONPath: ".status.propagated",
+			Description: "n/m: of the m placed cells, n run the current generation."},
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Propagation", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].status`,
+			Description: "The Propagation condition."},
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Propagation")].reason`, Priority: 1,
+			Description: "The Propagation condition's reason."},
 		apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 	)
+}
+
+// shapeSchemas are the generated schemas of the two federated shapes,
+// whose descriptions are the Go types' doc comments (manifests/federated).
+var shapeSchemas = sync.OnceValue(func() map[string]*apiextensionsv1.JSONSchemaProps {
+	s, err := manifests.FederatedSchemas()
+	if err != nil {
+		// Generated and embedded at build time; TestDescriptions covers it.
+		panic(fmt.Sprintf("federatedtypes: %v", err))
+	}
+	return s
+})
+
+// describe copies the descriptions of the generated schema of version
+// into schema, field by field, and returns schema. The template's own
+// fields stay as the target's schema has them (without descriptions:
+// every enabled type would carry its target's whole documentation twice);
+// spec.template itself is described.
+func describe(schema *apiextensionsv1.JSONSchemaProps, version string) *apiextensionsv1.JSONSchemaProps {
+	if gen := shapeSchemas()[version]; gen != nil {
+		copyDescriptions(schema, gen, "")
+	}
+	return schema
+}
+
+func copyDescriptions(dst, src *apiextensionsv1.JSONSchemaProps, path string) {
+	if dst.Description == "" {
+		dst.Description = src.Description
+	}
+	if path == ".spec.template" {
+		return
+	}
+	for name, p := range dst.Properties {
+		if sp, ok := src.Properties[name]; ok {
+			copyDescriptions(&p, &sp, path+"."+name)
+			dst.Properties[name] = p
+		}
+	}
+	if dst.Items != nil && dst.Items.Schema != nil && src.Items != nil && src.Items.Schema != nil {
+		copyDescriptions(dst.Items.Schema, src.Items.Schema, path+"[]")
+	}
 }
 
 // Workload reports whether the target has a well-known readiness
@@ -228,6 +280,7 @@ func v1beta1Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 			"observedGeneration": {Type: "integer", Format: "int64"},
 			"conditions":         conditions(),
 			"clusters":           statusEntries(map[string]apiextensionsv1.JSONSchemaProps{}),
+			"released":           str(),
 			"propagated":         str(),
 			"ready":              str(),
 		}),
@@ -258,6 +311,7 @@ func v1beta2Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 			"observedGeneration": {Type: "integer", Format: "int64"},
 			"conditions":         conditions(),
 			"topologies":         statusEntries(map[string]apiextensionsv1.JSONSchemaProps{"cluster": str()}),
+			"released":           str(),
 			"propagated":         str(),
 			"ready":              str(),
 		}),

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -47,6 +48,36 @@ type Controller struct {
 	cells      cache.SharedIndexInformer
 	kfcs       cache.SharedIndexInformer
 	namespaces cache.SharedIndexInformer
+	// versions are the PropagatedVersions, indexed by the clusters they
+	// list, for each cell's count of objects.
+	versions cache.SharedIndexInformer
+}
+
+// propagatedVersions are KubeFed's per-object propagation records (of
+// namespaced federated objects), which cellfed-controller writes too.
+var propagatedVersions = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "propagatedversions"}
+
+// recordClusters are the cluster names a PropagatedVersion lists.
+func recordClusters(obj any) []string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			u, _ = d.Obj.(*unstructured.Unstructured)
+		}
+	}
+	if u == nil {
+		return nil
+	}
+	list, _, _ := unstructured.NestedSlice(u.Object, "status", "clusterVersions")
+	names := make([]string, 0, len(list))
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			if n, _ := m["clusterName"].(string); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 const byCluster = "byCluster"
@@ -67,6 +98,8 @@ func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string
 		}}, nil).Informer()
 	c.kfcs = dynamicinformer.NewFilteredDynamicInformer(plane, clusters.KubeFedClusterResource, fedNamespace, 0, cache.Indexers{}, nil).Informer()
 	c.namespaces = informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer()
+	c.versions = dynamicinformer.NewFilteredDynamicInformer(plane, propagatedVersions, metav1.NamespaceAll, 0,
+		cache.Indexers{byCluster: func(obj any) ([]string, error) { return recordClusters(obj), nil }}, nil).Informer()
 	return c
 }
 
@@ -90,7 +123,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		go h.inf.Run(ctx.Done())
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.cells.HasSynced, c.kfcs.HasSynced, c.namespaces.HasSynced) {
+	// A record counts for the cells it lists before and after a change.
+	if _, err := c.versions.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueForRecord,
+		UpdateFunc: func(old, cur any) { c.enqueueForRecord(old); c.enqueueForRecord(cur) },
+		DeleteFunc: c.enqueueForRecord,
+	}); err != nil {
+		return err
+	}
+	go c.versions.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.cells.HasSynced, c.kfcs.HasSynced, c.namespaces.HasSynced, c.versions.HasSynced) {
 		return fmt.Errorf("cell controller: waiting for caches: %w", ctx.Err())
 	}
 	var wg sync.WaitGroup
@@ -139,6 +181,15 @@ func (c *Controller) enqueueForCluster(obj any) {
 	cells, _ := c.cells.GetIndexer().ByIndex(byCluster, m.GetName())
 	for _, cell := range cells {
 		c.enqueueCell(cell)
+	}
+}
+
+// enqueueForRecord: the cells a PropagatedVersion lists recount.
+func (c *Controller) enqueueForRecord(obj any) {
+	for _, cluster := range recordClusters(obj) {
+		if ns, cell, ok := corev1a1.ParseCellClusterName(cluster); ok {
+			c.queue.Add(ns + "/" + cell)
+		}
 	}
 }
 
@@ -322,6 +373,13 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 	}
 	apimeta.SetStatusCondition(&st.Conditions, found)
 	apimeta.SetStatusCondition(&st.Conditions, ready)
+	if clusterName != "" {
+		records, err := c.versions.GetIndexer().ByIndex(byCluster, clusterName)
+		if err != nil {
+			return err
+		}
+		st.Objects = ptr.To(int32(len(records)))
+	}
 	if equalStatus(cell.Status, st) {
 		return nil
 	}
@@ -339,7 +397,7 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 }
 
 func equalStatus(a, b corev1a1.CellStatus) bool {
-	if a.KubeFedCluster != b.KubeFedCluster || len(a.Conditions) != len(b.Conditions) {
+	if a.KubeFedCluster != b.KubeFedCluster || len(a.Conditions) != len(b.Conditions) || !ptr.Equal(a.Objects, b.Objects) {
 		return false
 	}
 	for i := range a.Conditions {

@@ -58,7 +58,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	}
 	cond := typesv1b1.Condition{Type: PropagationCondition, Status: "True"}
 	var bad, held, notReady []string
-	placed, propagated, ready := 0, 0, 0
+	placed, released, propagated, ready := 0, 0, 0, 0
 	for _, cs := range clusters {
 		switch cs.Status {
 		case StatusOK:
@@ -75,6 +75,9 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 			continue
 		}
 		placed++
+		if cs.Status != StatusHeldBack {
+			released++
+		}
 		if cs.Status == StatusOK && cs.Generation == fed.GetGeneration() {
 			propagated++
 		}
@@ -117,7 +120,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	}
 	next := typesv1b1.Status{
 		ObservedGeneration: fed.GetGeneration(), Conditions: conds, Clusters: reported,
-		Propagated: fmt.Sprintf("%d/%d", propagated, placed),
+		Released: fmt.Sprintf("%d/%d", released, placed), Propagated: fmt.Sprintf("%d/%d", propagated, placed),
 	}
 	if c.policy.Ready != nil {
 		next.Ready = fmt.Sprintf("%d/%d", ready, placed)
@@ -239,7 +242,7 @@ func statusOf(fed *unstructured.Unstructured) typesv1b1.Status {
 
 func sameStatus(a, b typesv1b1.Status) bool {
 	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) || len(a.Clusters) != len(b.Clusters) ||
-		a.Propagated != b.Propagated || a.Ready != b.Ready {
+		a.Released != b.Released || a.Propagated != b.Propagated || a.Ready != b.Ready {
 		return false
 	}
 	for i := range a.Conditions {

@@ -49,6 +49,7 @@ func TestSameStatus(t *testing.T) {
 		{"generation", func(s *typesv1b1.Status) { s.Clusters[0].Generation = 2 }, false},
 		{"ready", func(s *typesv1b1.Status) { s.Clusters[0].Ready = ptr.To(false) }, false},
 		{"counts", func(s *typesv1b1.Status) { s.Propagated = "1/2" }, false},
+		{"released count", func(s *typesv1b1.Status) { s.Released = "1/2" }, false},
 		{"observed generation", func(s *typesv1b1.Status) { s.ObservedGeneration = 4 }, false},
 		{"condition type", func(s *typesv1b1.Status) { s.Conditions[0].Type = "Other" }, false},
 		{"condition status", func(s *typesv1b1.Status) { s.Conditions[0].Status = "True" }, false},
@@ -118,7 +119,7 @@ func TestWriteStatus(t *testing.T) {
 		clusters                []typesv1b1.ClusterStatus
 		extraConditions         []typesv1b1.Condition
 		observedGeneration      int64
-		propagated              string
+		propagated, released    string
 		missingObjectIsNotError bool
 	}
 	tests := []struct {
@@ -132,7 +133,7 @@ func TestWriteStatus(t *testing.T) {
 	}{
 		{
 			name: "identical status is not written",
-			cur: &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond, readyCond}, Propagated: "2/2",
+			cur: &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond, readyCond}, Released: "2/2", Propagated: "2/2",
 				Clusters: []typesv1b1.ClusterStatus{{Name: "a", Status: kubefedOK, Generation: 2, Ready: ptr.To(true)}, {Name: "b", Status: kubefedOK, Generation: 2, Ready: ptr.To(true)}}},
 			clusters: []typesv1b1.ClusterStatus{{Name: "b", Status: StatusOK, Generation: 2, Ready: ptr.To(true)}, {Name: "a", Status: StatusOK, Generation: 2, Ready: ptr.To(true)}},
 			placed:   []string{"a", "b"},
@@ -140,7 +141,7 @@ func TestWriteStatus(t *testing.T) {
 		},
 		{
 			name:     "identical status with no clusters is not written",
-			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond, readyCond}, Propagated: "0/0"},
+			cur:      &typesv1b1.Status{ObservedGeneration: 2, Conditions: []typesv1b1.Condition{okCond, readyCond}, Released: "0/0", Propagated: "0/0"},
 			clusters: nil,
 			want:     want{write: false},
 		},
@@ -205,7 +206,7 @@ func TestWriteStatus(t *testing.T) {
 					{Name: "b", Status: StatusHeldBack, Generation: 1, Ready: ptr.To(true)},
 					{Name: "c", Status: StatusHeldBack, Generation: 1},
 				},
-				propagated: "1/2", observedGeneration: 2},
+				propagated: "1/2", released: "1/2", observedGeneration: 2},
 		},
 		{
 			name:     "an object gone from the plane is no error",
@@ -273,6 +274,9 @@ func TestWriteStatus(t *testing.T) {
 			}
 			if want := tc.want.propagated; want != "" && got.Propagated != want {
 				t.Errorf("propagated = %q, want %q", got.Propagated, want)
+			}
+			if want := tc.want.released; want != "" && got.Released != want {
+				t.Errorf("released = %q, want %q", got.Released, want)
 			}
 			if len(got.Conditions) != 2+len(tc.want.extraConditions) || got.Conditions[1].Type != ReadyCondition {
 				t.Fatalf("conditions = %+v", got.Conditions)

@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name=Cluster,type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name=KubeFedCluster,type=string,JSONPath=`.status.kubeFedCluster`
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Objects,type=integer,JSONPath=`.status.objects`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type Cell struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -33,7 +34,7 @@ type CellSpec struct {
 	Cluster string `json:"cluster"`
 }
 
-// CellStatus reports the cell's cluster.
+// CellStatus reports the cell's cluster and what it holds.
 type CellStatus struct {
 	// KubeFedCluster is the name of this cell's own KubeFedCluster, given by
 	// the naming rule (CellClusterName).
@@ -45,6 +46,12 @@ type CellStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Objects is how many namespaced federated objects the cell holds or
+	// is to hold: those whose propagation record (PropagatedVersion)
+	// lists the cell's KubeFedCluster. Held-back objects count; unset
+	// until cellfed-controller has counted.
+	// +optional
+	Objects *int32 `json:"objects,omitempty"`
 }
 
 // CellList is a list of Cells.

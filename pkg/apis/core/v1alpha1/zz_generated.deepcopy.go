@@ -97,6 +97,11 @@ func (in *CellStatus) DeepCopyInto(out *CellStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Objects != nil {
+		in, out := &in.Objects, &out.Objects
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

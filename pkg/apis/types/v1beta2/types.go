@@ -3,6 +3,13 @@
 // cluster), a placement mask for staged releases, overrides and status
 // named by topology. It is the same CRD as v1beta1; cellfed converts
 // between the two (pkg/conversion).
+//
+// The doc comments of these types are the descriptions `kubectl explain`
+// shows for every federated type: hack/manifests.sh generates them into
+// manifests/federated with controller-gen, and pkg/federatedtypes copies
+// them into each federated CRD it builds.
+//
+// +groupName=types.kubefed.io
 package v1beta2
 
 import (
@@ -27,21 +34,47 @@ const (
 // TopologyTypes are the supported topology types.
 var TopologyTypes = []TopologyType{TopologyCell, TopologyCluster}
 
-// FederatedObject is any federated type in its v1beta2 shape.
+// FederatedObject is any federated type (FederatedDeployment,
+// FederatedService, ...) in its multi-topology shape: a template of the
+// target object, the cells (or clusters) it is placed on, an optional mask
+// that limits a release to some of them, overrides per cell, and the
+// propagation status per cell. The same object reads as KubeFed's v1beta1,
+// with cells as per-cell clusters named <namespace>.<cell>.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 type FederatedObject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              Spec    `json:"spec,omitempty"`
-	Status            *Status `json:"status,omitempty"`
+	// Spec is what to propagate and where.
+	Spec Spec `json:"spec,omitempty"`
+	// Status is written by cellfed-controller: how the object was
+	// propagated, per placed cell or cluster.
+	Status *Status `json:"status,omitempty"`
 }
 
 // Spec is what to propagate and where.
 type Spec struct {
-	Template      runtime.RawExtension `json:"template,omitempty"`
-	Placement     Placement            `json:"placement,omitempty"`
-	PlacementMask *PlacementMask       `json:"placementMask,omitempty"`
-	Overrides     []Override           `json:"overrides,omitempty"`
-	// RetainReplicas keeps the member's spec.replicas.
+	// Template is the whole target object (its kind's schema) written to
+	// every placed cell, changed there by the overrides. Its metadata.name
+	// and metadata.namespace are the federated object's.
+	Template runtime.RawExtension `json:"template,omitempty"`
+	// Placement selects the cells (or clusters) the template is written
+	// to: by name or by a label selector. Members outside it do not get
+	// the object, and lose it when they leave the placement.
+	Placement Placement `json:"placement,omitempty"`
+	// PlacementMask limits a release to some of the placed topologies
+	// (grayscale and disaster-recovery releases): cellfed-controller acts
+	// only on placement ∩ mask. A placed cell outside the mask keeps
+	// exactly what it has (status HeldBack): no create, update, delete or
+	// drift correction. Unset: every placed cell; an empty list: none.
+	// `cellfedctl rollout` moves it.
+	PlacementMask *PlacementMask `json:"placementMask,omitempty"`
+	// Overrides change the template for single topologies: JSON-patch
+	// operations applied to the template before it is written there.
+	Overrides []Override `json:"overrides,omitempty"`
+	// RetainReplicas keeps the member's spec.replicas: set on create, then
+	// left to the member (e.g. its autoscaler).
 	RetainReplicas *bool `json:"retainReplicas,omitempty"`
 }
 
@@ -49,42 +82,72 @@ type Spec struct {
 // the labels of Cells (type cell) or KubeFedClusters (type cluster). An
 // explicit empty Topologies list means nowhere.
 type Placement struct {
-	TopologyType     TopologyType          `json:"topologyType,omitempty"`
-	Topologies       []Topology            `json:"topologies,omitempty"`
+	// TopologyType says what the names and the selector refer to: "cell"
+	// (the default), Cells in the object's namespace; or "cluster",
+	// physical KubeFedClusters, as KubeFed places.
+	TopologyType TopologyType `json:"topologyType,omitempty"`
+	// Topologies names the placed cells (or clusters). It wins over
+	// topologySelector; listed, an empty list places nowhere. Two cells of
+	// one physical cluster are refused. Rollout batches follow its order.
+	Topologies []Topology `json:"topologies,omitempty"`
+	// TopologySelector places on every Cell (or KubeFedCluster) whose
+	// labels it matches, when topologies is not set. An empty selector
+	// matches all.
 	TopologySelector *metav1.LabelSelector `json:"topologySelector,omitempty"`
 }
 
 // Topology names a cell or a cluster, per the placement's topology type.
 type Topology struct {
+	// Name of the cell (a Cell in the object's namespace) or of the
+	// physical KubeFedCluster, per the placement's topologyType.
 	Name string `json:"name"`
 }
 
 // PlacementMask limits a release to some of the placed topologies
 // (grayscale and disaster-recovery releases).
 type PlacementMask struct {
+	// Topologies are the placed cells (or clusters) the release reaches;
+	// every one must be placed. The others are held back.
 	Topologies []Topology `json:"topologies"`
 }
 
 // Override changes the template for one topology.
 type Override struct {
-	TopologyName     string            `json:"topologyName"`
+	// TopologyName is the cell (or cluster) the operations apply to.
+	TopologyName string `json:"topologyName"`
+	// ClusterOverrides are the operations, applied in order.
 	ClusterOverrides []ClusterOverride `json:"clusterOverrides,omitempty"`
 }
 
 // ClusterOverride is one JSON-patch operation (add, remove, replace).
 type ClusterOverride struct {
-	Op    string                `json:"op,omitempty"`
-	Path  string                `json:"path"`
+	// Op is the JSON-patch operation: add, remove or replace (the
+	// default).
+	Op string `json:"op,omitempty"`
+	// Path is a JSON pointer into the template, e.g. /spec/replicas. It
+	// may not touch metadata.name, metadata.namespace, kind or apiVersion.
+	Path string `json:"path"`
+	// Value is the value to add or replace with (any JSON).
 	Value *runtime.RawExtension `json:"value,omitempty"`
 }
 
 // Status is the propagation status.
 type Status struct {
-	ObservedGeneration int64            `json:"observedGeneration,omitempty"`
-	Conditions         []Condition      `json:"conditions,omitempty"`
-	Topologies         []TopologyStatus `json:"topologies,omitempty"`
+	// ObservedGeneration is the generation of the spec this status
+	// describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Propagation (written as asked to every placed cell in
+	// the mask; reason PlacementMask while cells are held back) and Ready
+	// (every placed cell's member object is ready).
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Topologies is the status in each placed cell (or cluster), with the
+	// member object's own status (status reflow).
+	Topologies []TopologyStatus `json:"topologies,omitempty"`
+	// Released is "n/m": of the m placed topologies, n are in the
+	// placement mask (all of them without a mask).
+	Released string `json:"released,omitempty"`
 	// Propagated is "n/m": of the m placed topologies, n run the current
-	// generation.
+	// generation (are updated).
 	Propagated string `json:"propagated,omitempty"`
 	// Ready is "n/m": of the m placed topologies, n are ready.
 	Ready string `json:"ready,omitempty"`
@@ -92,20 +155,32 @@ type Status struct {
 
 // Condition is KubeFed's generic condition.
 type Condition struct {
-	Type               string      `json:"type"`
-	Status             string      `json:"status"`
-	LastUpdateTime     metav1.Time `json:"lastUpdateTime,omitempty"`
+	// Type of the condition: Propagation or Ready.
+	Type string `json:"type"`
+	// Status of the condition: True, False or Unknown.
+	Status string `json:"status"`
+	// LastUpdateTime is when the condition was last written.
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+	// LastTransitionTime is when the status last changed.
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
-	Reason             string      `json:"reason,omitempty"`
-	Message            string      `json:"message,omitempty"`
+	// Reason is a one-word CamelCase reason for the status.
+	Reason string `json:"reason,omitempty"`
+	// Message says what is wrong, naming the cells.
+	Message string `json:"message,omitempty"`
 }
 
 // TopologyStatus is the propagation status in one topology. Cluster is the
 // KubeFedCluster the status was reported for.
 type TopologyStatus struct {
-	Name    string `json:"name"`
+	// Name of the placed cell (or cluster).
+	Name string `json:"name"`
+	// Cluster is the KubeFedCluster the status was reported for: the
+	// cell's per-cell cluster <namespace>.<cell>, or the cluster itself.
 	Cluster string `json:"cluster,omitempty"`
-	Status  string `json:"status,omitempty"`
+	// Status is OK, HeldBack (outside the placement mask) or why the
+	// object is not propagated there (e.g. ClusterNotReady,
+	// UpdateFailed).
+	Status string `json:"status,omitempty"`
 	// Generation is the federated object's generation the member object
 	// was last brought in line with there (0: never). A cluster held
 	// back by the placement mask keeps the generation it runs.

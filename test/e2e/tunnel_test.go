@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -42,7 +40,7 @@ func startTunnelPlane(t *testing.T) (*framework.Server, framework.TunnelPorts) {
 // network namespace of their own. Without netns support it says so and
 // runs both on loopback; the member's address is then withheld from
 // clients (they get an endpoint that does not answer).
-func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, name string) *tunnelled {
+func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, name string, agentArgs ...string) *tunnelled {
 	t.Helper()
 	tm := &tunnelled{name: name}
 	ns, why := framework.NewNetNS(t)
@@ -58,7 +56,7 @@ func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework
 	}
 	tm.cert, tm.key = framework.IssueAgentCert(t, plane, name, time.Hour)
 	tm.agent = framework.StartAgent(t, plane, ports, framework.AgentOptions{
-		Cluster: name, CertFile: tm.cert, KeyFile: tm.key, Kubeconfig: tm.member.Kubeconfig, NetNS: ns,
+		Cluster: name, CertFile: tm.cert, KeyFile: tm.key, Kubeconfig: tm.member.Kubeconfig, NetNS: ns, Args: agentArgs,
 	})
 	tm.member.ProxyURL = framework.TunnelProxyURL(t, plane, ports, name)
 	if ns == nil {
@@ -193,5 +191,17 @@ func mustParse(t *testing.T, s string) *url.URL {
 	return u
 }
 
-var _ = io.Discard
-var _ = fmt.Sprint
+// proxyForCluster is an HTTP proxy function for cluster's tunnel.
+func proxyForCluster(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, cluster string) func(*http.Request) (*url.URL, error) {
+	t.Helper()
+	return http.ProxyURL(mustParse(t, framework.TunnelProxyURL(t, plane, ports, cluster)))
+}
+
+func kubernetesFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +161,18 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 			_, err := kubernetes.NewForConfigOrDie(cfg).Discovery().ServerVersion()
 			if err == nil || !strings.Contains(err.Error(), "Proxy Authentication Required") {
 				t.Errorf("%s: got %v, want Proxy Authentication Required", name, err)
+			}
+		}
+	})
+	t.Run("agent manifests apply to the member (kubectl, server dry run)", func(t *testing.T) {
+		k := framework.Kubectl{Kubeconfig: tm.member.KubeconfigViaProxy(t)}
+		dir := filepath.Join(framework.RepoRoot(t), "manifests", "agent")
+		// A server dry run cannot create the namespace the rest goes in.
+		k.MustRun(t, "", "apply", "-f", filepath.Join(dir, "namespace.yaml"))
+		out := k.MustRun(t, "", "apply", "--dry-run=server", "-f", dir)
+		for _, want := range []string{"deployment.apps/cellfed-agent", "role.rbac.authorization.k8s.io/cellfed-agent", "rolebinding.rbac.authorization.k8s.io/cellfed-agent", "serviceaccount/cellfed-agent"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl apply --dry-run=server did not report %s:\n%s", want, out)
 			}
 		}
 	})

@@ -67,8 +67,9 @@ func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate
 	return h, f
 }
 
-// testAgent runs an in-process agent for cluster, serving target.
-func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) {
+// writeAgentCert signs a new agent certificate for cluster into dir
+// (a.crt, a.key), replacing what is there.
+func writeAgentCert(t *testing.T, f pki.Files, cluster, dir string) (certFile, keyFile string) {
 	t.Helper()
 	keyPEM, csrPEM, err := pki.NewAgentKeyAndCSR(cluster)
 	if err != nil {
@@ -78,17 +79,33 @@ func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	certFile, keyFile = filepath.Join(dir, "a.crt"), filepath.Join(dir, "a.key")
+	// Key first, then certificate: a reader between the two sees a
+	// mismatched pair and keeps the previous one.
+	for _, w := range []struct {
+		path string
+		data []byte
+	}{{keyFile, keyPEM}, {certFile, certPEM}} {
+		tmp := w.path + ".tmp"
+		if err := os.WriteFile(tmp, w.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, w.path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
+}
+
+// testAgent runs an in-process agent for cluster, serving target, with
+// its certificate in a new directory it returns.
+func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) string {
+	t.Helper()
 	dir := t.TempDir()
 	o := agent.NewOptions()
 	o.Cluster, o.Target = cluster, target
 	o.HubAddress, o.HubServerName, o.HubCAFile = h.AgentAddr().String(), "localhost", f.CACert()
-	o.CertFile, o.KeyFile = filepath.Join(dir, "a.crt"), filepath.Join(dir, "a.key")
-	if err := os.WriteFile(o.CertFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(o.KeyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	o.CertFile, o.KeyFile = writeAgentCert(t, f, cluster, dir)
 	a, err := agent.New(*o)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +115,7 @@ func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
+	return dir
 }
 
 func poll(t *testing.T, what string, cond func() bool) {
@@ -215,4 +233,31 @@ func TestDialerCloseDoesNotBlock(t *testing.T) {
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Fatalf("Close took %s", d)
 	}
+}
+
+// TestAgentPicksUpRenewedCertificate: after its certificate files are
+// replaced, the agent's next connection presents the new certificate.
+func TestAgentPicksUpRenewedCertificate(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var mu sync.Mutex
+	var serials []string
+	h, f := testHub(t, func(_ context.Context, _ string, cert *x509.Certificate) error {
+		mu.Lock()
+		defer mu.Unlock()
+		serials = append(serials, cert.SerialNumber.String())
+		return nil
+	})
+	dir := testAgent(t, h, f, "alpha", strings.TrimPrefix(srv.URL, "https://"))
+	poll(t, "alpha's agent", func() bool { return h.Connected("alpha") == 1 })
+	mu.Lock()
+	first := serials[len(serials)-1]
+	mu.Unlock()
+	writeAgentCert(t, f, "alpha", dir)
+	h.Disconnect("alpha")
+	poll(t, "alpha's agent with a new certificate", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return h.Connected("alpha") == 1 && serials[len(serials)-1] != first
+	})
 }

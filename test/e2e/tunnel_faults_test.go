@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -85,6 +86,17 @@ spec:
 // nothing twice. The controller runs with the default probe settings.
 func TestTunnelPropagationAndFaults(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"proxyURL", "gRPC"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			tunnelPropagationAndFaults(t, mode == "gRPC")
+		})
+	}
+}
+
+// tunnelPropagationAndFaults runs the test with cellfed-controller using
+// the KubeFedCluster's proxyURL (CONNECT frontend), or the gRPC frontend.
+func tunnelPropagationAndFaults(t *testing.T, viaGRPC bool) {
 	ctx := context.Background()
 	plane, ports := startTunnelPlane(t)
 	directCh := make(chan *framework.Server, 1)
@@ -109,8 +121,16 @@ spec:
   placement: {clusters: [{name: edge-1}, {name: direct-1}]}
 `, "apply", "-f", "-")
 	// The defaults of cellfed-controller, not the framework's fast ones.
-	framework.StartController(t, plane, "--cluster-probe-period=2s", "--cluster-probe-timeout=3s",
-		"--cluster-failure-threshold=3", "--cluster-unready-probe-period=1s")
+	args := []string{"--cluster-probe-period=2s", "--cluster-probe-timeout=3s",
+		"--cluster-failure-threshold=3", "--cluster-unready-probe-period=1s"}
+	if viaGRPC {
+		// The proxyURL still names the cluster, but its credential is
+		// wrong: only the gRPC frontend can reach the member.
+		k.MustRun(t, "", "-n", framework.KubeFedNamespace, "patch", "kubefedcluster", "edge-1", "--type=merge", "-p",
+			fmt.Sprintf(`{"spec":{"proxyURL":"http://edge-1:not-the-credential@127.0.0.1:%d"}}`, ports.ConnectPort))
+		args = append(args, "--tunnel-grpc-address=127.0.0.1:"+strconv.Itoa(ports.GRPCPort), "--tunnel-server-name=localhost")
+	}
+	framework.StartController(t, plane, args...)
 	framework.WaitKubeFedClustersReady(t, plane, "edge-1", "direct-1")
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(t))
 

@@ -245,3 +245,42 @@ func waitDeployments(t *testing.T, m *framework.Server, want []string) {
 		return slices.Equal(got, want), fmt.Errorf("has %v (%v)", got, err)
 	})
 }
+
+// TestTunnelUpstreamKubeFed: unmodified KubeFed v0.10.0 releases to a
+// member it can reach only through the tunnel, using nothing but the
+// KubeFedCluster's spec.proxyURL (the CONNECT frontend).
+func TestTunnelUpstreamKubeFed(t *testing.T) {
+	t.Parallel()
+	framework.KubeFedBinary(t) // fail before starting servers if it is not built
+	plane, ports := startTunnelPlane(t)
+	edge := startTunnelledMember(t, plane, ports, "edge-1")
+	framework.JoinMember(t, plane, edge.member, "edge-1")
+	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+	k.MustRun(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedNamespace
+metadata: {name: shop, namespace: shop}
+spec:
+  placement: {clusters: [{name: edge-1}]}
+---
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedConfigMap
+metadata: {name: settings, namespace: shop}
+spec:
+  template: {data: {color: blue}}
+  placement: {clusters: [{name: edge-1}]}
+`, "apply", "-f", "-")
+	framework.StartKubeFed(t, plane, framework.KubeFedOptions{})
+	framework.WaitKubeFedClustersReady(t, plane, "edge-1")
+	waitFor(t, "config map shop/settings in edge-1, released by KubeFed", func(ctx context.Context) (bool, error) {
+		cm, err := freshClient(t, edge.member).CoreV1().ConfigMaps("shop").Get(ctx, "settings", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return cm.Data["color"] == "blue" && cm.Labels["kubefed.io/managed"] == "true", fmt.Errorf("has %v %v", cm.Data, cm.Labels)
+	})
+}

@@ -108,7 +108,9 @@ for i in 1 2 3; do
 	start_proc "member-$i" "$DEMO/logs/member-$i.log" "$BIN/member-apiserver" ${MEMBER_ARGS[i]}
 done
 log "Starting the plane on 127.0.0.1:$plane_port and members on ports ${member_ports[*]}..."
-start_plane "$DEMO/plane" "$DEMO/logs" --secure-port="$plane_port" --bind-address=127.0.0.1
+# The demo joins members directly: no tunnel hub, so its fixed ports never
+# collide with another plane on this machine.
+start_plane "$DEMO/plane" "$DEMO/logs" --secure-port="$plane_port" --bind-address=127.0.0.1 --tunnel-agent-port=0
 log "Plane ready after $((SECONDS - start))s. Starting cellfed-controller..."
 # Members are probed every 2 s (default 10 s, 3 failures) so the outage in
 # step 4 shows at once.

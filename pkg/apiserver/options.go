@@ -33,6 +33,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/proxy"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -65,6 +66,10 @@ type Options struct {
 	FederationNamespace string
 	// DefaultFederatedTypes are enabled on the plane's first start.
 	DefaultFederatedTypes []string
+
+	// Tunnel is the embedded tunnel hub (agents of members behind NAT);
+	// its certificate, CA and secret files come from the data dir.
+	Tunnel *proxy.Options
 
 	// admission connects the built-in federation admission plugin to the
 	// hook that starts its informers.
@@ -100,6 +105,7 @@ func NewOptions() *Options {
 		ControllerWorkers:      5,
 		FederationNamespace:    federatedtypes.DefaultNamespace,
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
+		Tunnel:                 proxy.NewOptions(),
 		admission:              shared,
 		crdConversion:          crdConversion,
 	}
@@ -117,6 +123,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
+	o.Tunnel.AddFlags(fss.FlagSet("tunnel"))
 }
 
 // Validate checks our own options; the control-plane options are
@@ -138,11 +145,30 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.Storage.Validate()...)
+	o.completeTunnelFiles()
+	errs = append(errs, o.Tunnel.Validate()...)
 	return errors.Join(errs...)
 }
 
 // PKIFiles are the plane's certificate files in the data dir.
 func (o *Options) PKIFiles() pki.Files { return pki.Files{Dir: filepath.Join(o.DataDir, "pki")} }
+
+// completeTunnelFiles points the tunnel hub at the data dir's PKI: the
+// plane's serving certificate, the agent CA for agents, the plane's CA for
+// gRPC clients, and the CONNECT secret.
+func (o *Options) completeTunnelFiles() {
+	f := o.PKIFiles()
+	o.Tunnel.ServingCertFile, o.Tunnel.ServingKeyFile = f.ServingCert(), f.ServingKey()
+	o.Tunnel.AgentCAFile = f.AgentCACert()
+	o.Tunnel.ClientCAFile = f.CACert()
+	o.Tunnel.ConnectSecretFile = TunnelConnectSecretFile(f)
+}
+
+// TunnelConnectSecretFile is where the plane keeps the tunnel hub's CONNECT
+// secret (per-cluster proxy credentials derive from it).
+func TunnelConnectSecretFile(f pki.Files) string {
+	return filepath.Join(f.Dir, "tunnel-connect.secret")
+}
 
 // AdminKubeconfigPath is where the admin kubeconfig is written.
 func (o *Options) AdminKubeconfigPath() string { return filepath.Join(o.DataDir, "admin.kubeconfig") }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/proxy"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -51,6 +52,12 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
+
+	hub, err := startTunnelHub(ctx, o)
+	if err != nil {
+		return err
+	}
+	_ = hub // registration (Admit, Disconnect, ConnectURL) builds on it
 
 	o.admission.FederationNamespace = o.FederationNamespace
 	completed, err := o.ControlPlane.Complete(ctx, nil, nil)
@@ -189,4 +196,30 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 		return nil, fmt.Errorf("creating aggregator: %w", err)
 	}
 	return agg, nil
+}
+
+// startTunnelHub creates the agent CA (also when the hub runs apart, as
+// cellfed-proxy: the plane signs agent certificates) and starts the
+// embedded tunnel hub; nil when --tunnel-agent-port is 0.
+func startTunnelHub(ctx context.Context, o *Options) (*proxy.Hub, error) {
+	if _, _, err := pki.EnsureAgentCA(o.PKIFiles()); err != nil {
+		return nil, err
+	}
+	if !o.Tunnel.Enabled() {
+		return nil, nil
+	}
+	o.completeTunnelFiles() // the data dir is absolute now
+	hub, err := proxy.New(*o.Tunnel)
+	if err != nil {
+		return nil, err
+	}
+	if err := hub.Listen(ctx); err != nil {
+		return nil, fmt.Errorf("%w; choose other --tunnel-*-port flags, or 0 to disable", err)
+	}
+	go func() {
+		if err := hub.Run(ctx); err != nil {
+			klog.ErrorS(err, "Tunnel hub stopped")
+		}
+	}()
+	return hub, nil
 }

@@ -91,6 +91,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-roles", planeRoles{namespace: o.FederationNamespace}.start); err != nil {
 		return fmt.Errorf("adding roles hook: %w", err)
 	}
+	regOpts := o.Registration
+	regOpts.FederationNamespace = o.FederationNamespace
+	reg := registrationHook{opts: regOpts, files: o.PKIFiles(), tunnel: o.tunnel, access: o.registrationAccess}
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-registrations", reg.start); err != nil {
+		return fmt.Errorf("adding registration hook: %w", err)
+	}
 	if o.Controllers {
 		hook := coreControllers{
 			rootCA:      caBundle,

@@ -290,8 +290,8 @@ func validateAgentWrite(r RegistrationRequest, cluster string) error {
 	a, b := old.Spec.DeepCopy(), reg.Spec.DeepCopy()
 	a.CSR, b.CSR = nil, nil
 	a.ServiceAccountToken, b.ServiceAccountToken = "", ""
-	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(old.Labels, reg.Labels) || !reflect.DeepEqual(old.Annotations, reg.Annotations) {
-		return regForbidden(reg.Name, fmt.Sprintf("the agent of cluster %s may only change spec.csr and spec.serviceAccountToken of its registration", cluster))
+	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(old.Labels, reg.Labels) || !reflect.DeepEqual(withoutAck(old.Annotations), withoutAck(reg.Annotations)) {
+		return regForbidden(reg.Name, fmt.Sprintf("the agent of cluster %s may only change spec.csr, spec.serviceAccountToken and the annotation %s of its registration", cluster, registration.AnnotationAgentCertificate))
 	}
 	return nil
 }
@@ -354,4 +354,19 @@ func csrError(csrPEM []byte) error {
 
 func regForbidden(name, msg string) error {
 	return apierrors.NewForbidden(registration.GroupResource, name, fmt.Errorf("%s", msg))
+}
+
+// withoutAck is annotations without the agent's acknowledgement, nil when
+// nothing else is left.
+func withoutAck(annotations map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range annotations {
+		if k != registration.AnnotationAgentCertificate {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -466,7 +466,11 @@ func (c *Controller) register(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 	}
 	status.KubeFedCluster = ref
 
-	if id := reg.Labels[registration.LabelBootstrapTokenID]; id != "" {
+	// The bootstrap token goes once the agent showed, authenticated with
+	// its certificate, that it has it (until then the token is the only
+	// way the agent can read the certificate; it cannot register anything
+	// else: admission refuses a used token).
+	if id := reg.Labels[registration.LabelBootstrapTokenID]; id != "" && reg.Annotations[registration.AnnotationAgentCertificate] != "" {
 		err := c.kube.CoreV1().Secrets(registration.BootstrapTokenNamespace).Delete(ctx, registration.TokenSecretName(id), metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return "", "", fmt.Errorf("deleting bootstrap token %s: %w", id, err)

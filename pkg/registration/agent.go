@@ -124,6 +124,9 @@ type Identity struct {
 	mu   sync.RWMutex
 	cert *tls.Certificate
 	leaf *x509.Certificate
+	// since is when the agent got the certificate: its lifetime counts
+	// from there (the plane backdates notBefore for clock skew).
+	since time.Time
 }
 
 // GetClientCertificate is a tls.Config hook.
@@ -140,7 +143,20 @@ func (i *Identity) Leaf() *x509.Certificate {
 	return i.leaf
 }
 
-func (i *Identity) set(certPEM, keyPEM []byte) error {
+// renewAt is when the current certificate should be renewed: after
+// fraction of the time from its receipt (or notBefore, if later) to its
+// expiry.
+func (i *Identity) renewAt(fraction float64) time.Time {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	start := i.since
+	if i.leaf.NotBefore.After(start) {
+		start = i.leaf.NotBefore
+	}
+	return start.Add(time.Duration(float64(i.leaf.NotAfter.Sub(start)) * fraction))
+}
+
+func (i *Identity) set(certPEM, keyPEM []byte, since time.Time) error {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("the signed certificate does not match the agent's key: %w", err)
@@ -151,7 +167,7 @@ func (i *Identity) set(certPEM, keyPEM []byte) error {
 	}
 	pair.Leaf = leaf
 	i.mu.Lock()
-	i.cert, i.leaf = &pair, leaf
+	i.cert, i.leaf, i.since = &pair, leaf, since
 	i.mu.Unlock()
 	return nil
 }
@@ -249,7 +265,7 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 		return nil, err
 	}
 	id = &Identity{}
-	if err := id.set(certPEM, keyPEM); err != nil {
+	if err := id.set(certPEM, keyPEM, time.Now()); err != nil {
 		return nil, err
 	}
 	if err := o.store(certPEM, keyPEM); err != nil {
@@ -447,8 +463,7 @@ func Renew(ctx context.Context, o *AgentOptions, id *Identity) error {
 	}
 	for {
 		leaf := id.Leaf()
-		life := leaf.NotAfter.Sub(leaf.NotBefore)
-		at := leaf.NotBefore.Add(time.Duration(float64(life) * o.RenewAfter))
+		at := id.renewAt(o.RenewAfter)
 		klog.V(2).InfoS("Next certificate renewal", "cluster", o.ClusterName, "at", at.UTC().Format(time.RFC3339))
 		select {
 		case <-ctx.Done():
@@ -524,7 +539,7 @@ func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Ide
 	if err := o.store(certPEM, keyPEM); err != nil {
 		return err
 	}
-	if err := id.set(certPEM, keyPEM); err != nil {
+	if err := id.set(certPEM, keyPEM, time.Now()); err != nil {
 		return err
 	}
 	if err := o.acknowledge(ctx, base, id); err != nil {
@@ -548,8 +563,12 @@ func (o *AgentOptions) loadIdentity() (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w; delete %s to register again", o.KeyFile(), err, o.CertFile())
 	}
+	since := time.Now()
+	if st, err := os.Stat(o.CertFile()); err == nil {
+		since = st.ModTime()
+	}
 	id := &Identity{}
-	if err := id.set(certPEM, keyPEM); err != nil {
+	if err := id.set(certPEM, keyPEM, since); err != nil {
 		return nil, fmt.Errorf("%s and %s: %w; delete both to register again", o.CertFile(), o.KeyFile(), err)
 	}
 	cluster, err := pki.ClusterFromAgentCert(id.Leaf())

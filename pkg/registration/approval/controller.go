@@ -79,8 +79,8 @@ func NewOptions() Options {
 // Validate checks the options.
 func (o Options) Validate() error {
 	var errs []error
-	if o.CertValidity < time.Minute {
-		errs = append(errs, fmt.Errorf("--agent-cert-validity=%v is too short; agent certificates must be valid for at least 1m (they are renewed at two thirds of their lifetime)", o.CertValidity))
+	if o.CertValidity < 10*time.Second {
+		errs = append(errs, fmt.Errorf("--agent-cert-validity=%v is too short; agent certificates must be valid for at least 10s (agents renew them at two thirds of their lifetime)", o.CertValidity))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("registration workers must be at least 1, got %d", o.Workers))
@@ -172,14 +172,28 @@ func (c *Controller) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// Revoked reports whether cluster's registration is revoked (or gone
-// after having been one): the hub refuses such agents.
-func (c *Controller) Revoked(cluster string) bool {
-	reg, err := c.get(cluster)
-	if err != nil || reg == nil {
-		return false
+// Admit is the tunnel hub's admission of an agent whose certificate
+// names cluster: an agent certificate is honoured only while the
+// cluster's registration is approved. A revoked, denied or deleted
+// registration refuses the agent even though its certificate has not
+// expired.
+func (c *Controller) Admit(_ context.Context, cluster string, _ *x509.Certificate) error {
+	if !c.regsSync() {
+		return fmt.Errorf("the plane is still loading registrations; retry in a moment")
 	}
-	return registration.Phase(reg.Status.Conditions) == cellv1alpha1.RegistrationRevoked
+	reg, err := c.get(cluster)
+	if err != nil {
+		return fmt.Errorf("reading the registration of cluster %s: %w", cluster, err)
+	}
+	if reg == nil {
+		return fmt.Errorf("cluster %s has no ClusterRegistration (deleted?); register again with a new bootstrap token", cluster)
+	}
+	switch phase := registration.Phase(reg.Status.Conditions); phase {
+	case cellv1alpha1.RegistrationApproved, cellv1alpha1.RegistrationRegistered, cellv1alpha1.RegistrationFailed:
+		return nil
+	default:
+		return fmt.Errorf("the registration of cluster %s is %s; an administrator must approve it (a revoked one must be deleted and the agent must register again)", cluster, phase)
+	}
 }
 
 func (c *Controller) worker(ctx context.Context) {

@@ -458,6 +458,20 @@ func (c *Controller) register(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 		klog.InfoS("Signed agent certificate", "registration", reg.Name, "notAfter", cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 
+	// The bootstrap token goes once the agent showed, authenticated with
+	// its certificate, that it has it (until then the token is the only
+	// way the agent can read the certificate; it cannot register anything
+	// else: admission refuses a used token).
+	if id := reg.Labels[registration.LabelBootstrapTokenID]; id != "" && reg.Annotations[registration.AnnotationAgentCertificate] != "" {
+		err := c.kube.CoreV1().Secrets(registration.BootstrapTokenNamespace).Delete(ctx, registration.TokenSecretName(id), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", "", fmt.Errorf("deleting bootstrap token %s: %w", id, err)
+		}
+		if err == nil {
+			klog.InfoS("Deleted the bootstrap token of an approved registration", "registration", reg.Name, "tokenID", id)
+		}
+	}
+
 	secretName := registration.CredentialsSecretName(reg.Name)
 	secret, err := c.kube.CoreV1().Secrets(c.opts.FederationNamespace).Get(ctx, secretName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && secret.Labels[registration.LabelRegistration] != reg.Name) {
@@ -480,19 +494,6 @@ func (c *Controller) register(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 	}
 	status.KubeFedCluster = ref
 
-	// The bootstrap token goes once the agent showed, authenticated with
-	// its certificate, that it has it (until then the token is the only
-	// way the agent can read the certificate; it cannot register anything
-	// else: admission refuses a used token).
-	if id := reg.Labels[registration.LabelBootstrapTokenID]; id != "" && reg.Annotations[registration.AnnotationAgentCertificate] != "" {
-		err := c.kube.CoreV1().Secrets(registration.BootstrapTokenNamespace).Delete(ctx, registration.TokenSecretName(id), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return "", "", fmt.Errorf("deleting bootstrap token %s: %w", id, err)
-		}
-		if err == nil {
-			klog.InfoS("Deleted the bootstrap token of an approved registration", "registration", reg.Name, "tokenID", id)
-		}
-	}
 	return registration.ReasonRegistered, fmt.Sprintf("KubeFedCluster %s reaches the cluster through the tunnel hub", ref), nil
 }
 

@@ -188,7 +188,7 @@ func TokenTenancy(s *corev1.Secret) (tenant, workspace string) {
 // TenantError says why tenant is not a tenant name, or is nil.
 func TenantError(tenant string) error {
 	if tenant == "" {
-		return fmt.Errorf("a tenant is required: a self-registered cluster is dedicated to one tenant (use `cellfedctl join` to add a shared cluster)")
+		return fmt.Errorf("a tenant is required (a self-registered cluster is dedicated to one tenant); name one, or add a shared cluster with `cellfedctl join`")
 	}
 	if len(validation.IsValidLabelValue(tenant)) > 0 {
 		return fmt.Errorf("%q is not a tenant name; tenants are label values: letters, digits, '-', '_' and '.', at most 63 characters", tenant)

@@ -34,6 +34,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/proxy"
 	"github.com/cellfed/cellfed/pkg/registration/approval"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
@@ -78,6 +79,10 @@ type Options struct {
 	tunnel             approval.Tunnel
 	registrationAccess approval.Access
 
+	// Tunnel is the embedded tunnel hub (agents of members behind NAT);
+	// its certificate, CA and secret files come from the data dir.
+	Tunnel *proxy.Options
+
 	// admission connects the built-in federation admission plugin to the
 	// hook that starts its informers.
 	admission *cellfedadmission.Shared
@@ -120,6 +125,7 @@ func NewOptions() *Options {
 		FederationNamespace:    federatedtypes.DefaultNamespace,
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
 		Registration:           approval.NewOptions(),
+		Tunnel:                 proxy.NewOptions(),
 		admission:              shared,
 		crdConversion:          crdConversion,
 	}
@@ -138,6 +144,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
+	o.Tunnel.AddFlags(fss.FlagSet("tunnel"))
 }
 
 // Validate checks our own options; the control-plane options are
@@ -162,11 +169,30 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.Storage.Validate()...)
+	o.completeTunnelFiles()
+	errs = append(errs, o.Tunnel.Validate()...)
 	return errors.Join(errs...)
 }
 
 // PKIFiles are the plane's certificate files in the data dir.
 func (o *Options) PKIFiles() pki.Files { return pki.Files{Dir: filepath.Join(o.DataDir, "pki")} }
+
+// completeTunnelFiles points the tunnel hub at the data dir's PKI: the
+// plane's serving certificate, the agent CA for agents, the plane's CA for
+// gRPC clients, and the CONNECT secret.
+func (o *Options) completeTunnelFiles() {
+	f := o.PKIFiles()
+	o.Tunnel.ServingCertFile, o.Tunnel.ServingKeyFile = f.ServingCert(), f.ServingKey()
+	o.Tunnel.AgentCAFile = f.AgentCACert()
+	o.Tunnel.ClientCAFile = f.CACert()
+	o.Tunnel.ConnectSecretFile = TunnelConnectSecretFile(f)
+}
+
+// TunnelConnectSecretFile is where the plane keeps the tunnel hub's CONNECT
+// secret (per-cluster proxy credentials derive from it).
+func TunnelConnectSecretFile(f pki.Files) string {
+	return filepath.Join(f.Dir, "tunnel-connect.secret")
+}
 
 // AdminKubeconfigPath is where the admin kubeconfig is written.
 func (o *Options) AdminKubeconfigPath() string { return filepath.Join(o.DataDir, "admin.kubeconfig") }

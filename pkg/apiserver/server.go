@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
@@ -24,8 +26,11 @@ import (
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/pkg/registration/approval"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -51,6 +56,33 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
+
+	// The hub admits an agent only while its cluster's registration is
+	// approved; the registration controller answers once it runs.
+	var registrations atomic.Pointer[approval.Controller]
+	if o.Tunnel.Admit == nil {
+		o.Tunnel.Admit = func(ctx context.Context, cluster string, cert *x509.Certificate) error {
+			c := registrations.Load()
+			if c == nil {
+				return errors.New("the plane is still starting; retry in a moment")
+			}
+			return c.Admit(ctx, cluster, cert)
+		}
+	}
+	hub, err := startTunnelHub(ctx, o)
+	if err != nil {
+		return err
+	}
+	if hub != nil {
+		o.tunnel = hub
+		o.registrationAccess = func(reg *cellv1alpha1.ClusterRegistration) (string, string, error) {
+			proxyURL, err := hub.ConnectURL(reg.Name)
+			if err != nil {
+				return "", "", fmt.Errorf("%w; upstream KubeFed reaches tunnelled clusters only through it: start the plane with --tunnel-connect-port", err)
+			}
+			return reg.Spec.APIEndpoint, proxyURL, nil
+		}
+	}
 
 	o.admission.FederationNamespace = o.FederationNamespace
 	completed, err := o.ControlPlane.Complete(ctx, nil, nil)
@@ -93,7 +125,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	regOpts := o.Registration
 	regOpts.FederationNamespace = o.FederationNamespace
-	reg := registrationHook{opts: regOpts, files: o.PKIFiles(), tunnel: o.tunnel, access: o.registrationAccess}
+	reg := registrationHook{opts: regOpts, files: o.PKIFiles(), tunnel: o.tunnel, access: o.registrationAccess, started: registrations.Store}
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-registrations", reg.start); err != nil {
 		return fmt.Errorf("adding registration hook: %w", err)
 	}
@@ -195,4 +227,29 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 		return nil, fmt.Errorf("creating aggregator: %w", err)
 	}
 	return agg, nil
+}
+
+// startTunnelHub creates the agent CA and starts the embedded tunnel hub;
+// nil when --tunnel-agent-port is 0. Validate has set its files.
+func startTunnelHub(ctx context.Context, o *Options) (*proxy.Hub, error) {
+	if !o.Tunnel.Enabled() {
+		return nil, nil
+	}
+	o.completeTunnelFiles() // the data dir is absolute now
+	if _, _, err := pki.EnsureAgentCA(o.PKIFiles()); err != nil {
+		return nil, err
+	}
+	hub, err := proxy.New(*o.Tunnel)
+	if err != nil {
+		return nil, err
+	}
+	if err := hub.Listen(ctx); err != nil {
+		return nil, fmt.Errorf("%w; choose other --tunnel-*-port flags, or 0 to disable", err)
+	}
+	go func() {
+		if err := hub.Run(ctx); err != nil {
+			klog.ErrorS(err, "Tunnel hub stopped")
+		}
+	}()
+	return hub, nil
 }

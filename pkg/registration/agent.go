@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,8 +51,9 @@ type AgentOptions struct {
 	// are ignored (the agent uses the bootstrap token, then its
 	// certificate).
 	PlaneKubeconfig string
-	// BootstrapToken is needed only for the first registration.
-	BootstrapToken string
+	// BootstrapToken is needed only for the first registration;
+	// BootstrapTokenFile holds it instead.
+	BootstrapToken, BootstrapTokenFile string
 	// StateDir keeps the agent's key and certificate across restarts.
 	StateDir string
 	// Member is the agent's admin access to its own cluster.
@@ -83,6 +86,40 @@ func NewAgentOptions() *AgentOptions {
 	}
 }
 
+// AddFlags registers the registration flags of cellfed-agent. The
+// cluster name and the member's kubeconfig are the agent's own --cluster
+// and --kubeconfig.
+func (o *AgentOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.PlaneKubeconfig, "plane-kubeconfig", o.PlaneKubeconfig, "Kubeconfig with the plane's address and CA (credentials in it are ignored); enables self-registration: the agent registers with --bootstrap-token, then uses and renews the certificate kept in --state-dir. `cellfedctl token create --agent-kubeconfig=<file>` writes one.")
+	fs.StringVar(&o.BootstrapToken, "bootstrap-token", o.BootstrapToken, "Single-use bootstrap token from `cellfedctl token create`; needed only until the registration is approved (prefer --bootstrap-token-file: command lines are visible to other users).")
+	fs.StringVar(&o.BootstrapTokenFile, "bootstrap-token-file", o.BootstrapTokenFile, "File holding the bootstrap token.")
+	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory where the agent keeps its key and certificate (0600) across restarts.")
+	fs.StringVar(&o.MemberEndpoint, "member-endpoint", o.MemberEndpoint, "URL at which the agent reaches its API server, reported to the plane (default: the server of --kubeconfig).")
+	fs.StringVar(&o.MemberNamespace, "member-namespace", o.MemberNamespace, "Namespace of the plane's ServiceAccount in this cluster.")
+	fs.DurationVar(&o.MemberTokenTTL, "member-token-ttl", o.MemberTokenTTL, "Lifetime asked for the plane's member token (refreshed at every certificate renewal).")
+}
+
+// Enabled reports whether self-registration is on.
+func (o *AgentOptions) Enabled() bool { return o.PlaneKubeconfig != "" }
+
+// PlaneCAFile writes the plane's CA from --plane-kubeconfig into the state
+// dir (it also verifies the tunnel hub, which serves the plane's
+// certificate) and returns its path.
+func (o *AgentOptions) PlaneCAFile() (string, error) {
+	base, err := o.planeBase()
+	if err != nil {
+		return "", err
+	}
+	if base.CAFile != "" {
+		return base.CAFile, nil
+	}
+	path := filepath.Join(o.StateDir, "plane-ca.crt")
+	if err := writeFileAtomic(path, base.CAData); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
 // Validate checks the options; errors name the agent's flags.
 func (o *AgentOptions) Validate() error {
 	var errs []error
@@ -96,6 +133,15 @@ func (o *AgentOptions) Validate() error {
 	}
 	if o.StateDir == "" {
 		errs = append(errs, errors.New("--state-dir is required: where the agent keeps its key and certificate"))
+	}
+	if o.BootstrapTokenFile != "" {
+		if o.BootstrapToken != "" {
+			errs = append(errs, errors.New("pass --bootstrap-token or --bootstrap-token-file, not both"))
+		} else if b, err := os.ReadFile(o.BootstrapTokenFile); err != nil {
+			errs = append(errs, fmt.Errorf("reading --bootstrap-token-file: %w", err))
+		} else {
+			o.BootstrapToken = strings.TrimSpace(string(b))
+		}
 	}
 	if o.BootstrapToken != "" {
 		if _, err := ParseToken(o.BootstrapToken); err != nil {

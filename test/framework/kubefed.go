@@ -193,6 +193,8 @@ type KubeFedMember struct {
 	// SecretName is the Secret in KubeFedNamespace whose key "token" is a
 	// cluster-admin bearer token for the member.
 	SecretName string
+	// ProxyURL is the cluster's spec.proxyURL (a tunnelled member).
+	ProxyURL string
 }
 
 // JoinMember gives KubeFed access to member: a ServiceAccount
@@ -228,7 +230,11 @@ func JoinMember(t testing.TB, plane, member *Server, name string) KubeFedMember 
 			t.Fatalf("member %s: reading its CA: %v", member.Name, err)
 		}
 	}
-	m := KubeFedMember{Name: name, APIEndpoint: cfg.Host, CABundle: ca, SecretName: name + "-token"}
+	endpoint := cfg.Host
+	if member.Endpoint != "" {
+		endpoint = member.Endpoint
+	}
+	m := KubeFedMember{Name: name, APIEndpoint: endpoint, CABundle: ca, SecretName: name + "-token", ProxyURL: member.ProxyURL}
 	Kubectl{Kubeconfig: plane.Kubeconfig}.MustRun(t, `
 apiVersion: v1
 kind: Secret
@@ -267,7 +273,14 @@ spec:
   apiEndpoint: "` + m.APIEndpoint + `"
   caBundle: ` + base64.StdEncoding.EncodeToString(m.CABundle) + `
   secretRef: {name: ` + m.SecretName + `}
-`
+` + m.proxyYAML()
+}
+
+func (m KubeFedMember) proxyYAML() string {
+	if m.ProxyURL == "" {
+		return ""
+	}
+	return "  proxyURL: \"" + m.ProxyURL + "\"\n"
 }
 
 var kubeFedClusters = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}

@@ -23,6 +23,26 @@ type Server struct {
 	DataDir    string
 	Port       int
 	Kubeconfig string
+	// ProxyURL, when set, is the HTTP proxy clients reach the server
+	// through (a tunnelled member: the hub's CONNECT frontend).
+	ProxyURL string
+	// Endpoint, when set, is the address the federation is given for the
+	// server instead of its kubeconfig's (a member whose address is
+	// withheld).
+	Endpoint string
+}
+
+// withProxy applies ProxyURL to cfg.
+func (s *Server) withProxy(cfg *rest.Config) error {
+	if s.ProxyURL == "" {
+		return nil
+	}
+	p, err := proxyFunc(s.ProxyURL)
+	if err != nil {
+		return err
+	}
+	cfg.Proxy = p
+	return nil
 }
 
 // RESTConfig loads the admin kubeconfig.
@@ -31,6 +51,9 @@ func (s *Server) RESTConfig(t testing.TB) *rest.Config {
 	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
 		t.Fatalf("loading %s: %v", s.Kubeconfig, err)
+	}
+	if err := s.withProxy(cfg); err != nil {
+		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	return cfg
@@ -55,6 +78,9 @@ func (s *Server) WaitReady(ctx context.Context) error {
 		cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 		if err != nil {
 			return false, err // not written yet
+		}
+		if err := s.withProxy(cfg); err != nil {
+			return false, err
 		}
 		c, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -97,6 +123,9 @@ func PlaneArgs(dataDir string, port int, o PlaneOptions) []string {
 		"--data-dir=" + dataDir,
 		"--secure-port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
+		// The tunnel hub's fixed default ports would collide between
+		// parallel planes: tests that use it pass free ports in Args.
+		"--tunnel-agent-port=0", "--tunnel-grpc-port=0", "--tunnel-connect-port=0",
 	}
 	if o.Endpoint != "" {
 		args = append(args, "--datastore-endpoint="+o.Endpoint)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -50,8 +51,9 @@ var clusterResource = fedv1beta1.SchemeGroupVersion.WithResource("kubefedcluster
 
 // Tunnel is what the controller needs of the tunnel hub.
 type Tunnel interface {
-	// Disconnect closes every connection of cluster's agent.
-	Disconnect(cluster string)
+	// Disconnect closes every connection of cluster's agent and returns
+	// how many there were.
+	Disconnect(cluster string) int
 }
 
 // Access says how the plane reaches a tunnelled cluster: the
@@ -186,7 +188,13 @@ func (c *Controller) Admit(_ context.Context, cluster string, _ *x509.Certificat
 		return fmt.Errorf("reading the registration of cluster %s: %w", cluster, err)
 	}
 	if reg == nil {
-		return fmt.Errorf("cluster %s has no ClusterRegistration (deleted?); register again with a new bootstrap token", cluster)
+		// A certificate the holder of the agent CA key issued by hand
+		// (no registration). A registration that issued certificates
+		// cannot disappear before they expire (its finalizer).
+		return nil
+	}
+	if reg.DeletionTimestamp != nil {
+		return fmt.Errorf("the registration of cluster %s is being deleted; its agent certificates are refused until they expire", cluster)
 	}
 	switch phase := registration.Phase(reg.Status.Conditions); phase {
 	case cellv1alpha1.RegistrationApproved, cellv1alpha1.RegistrationRegistered, cellv1alpha1.RegistrationFailed:
@@ -238,10 +246,11 @@ func (c *Controller) get(name string) (*cellv1alpha1.ClusterRegistration, error)
 // Reconcile brings one registration's objects and status in line.
 func (c *Controller) Reconcile(ctx context.Context, name string) error {
 	reg, err := c.get(name)
-	if err != nil || reg == nil || reg.DeletionTimestamp != nil {
-		// Deleted: its Secret, KubeFedCluster and RBAC are owned by it and
-		// go with it (garbage collection).
+	if err != nil || reg == nil {
 		return err
+	}
+	if reg.DeletionTimestamp != nil {
+		return c.finalize(ctx, reg)
 	}
 	if reg.Spec.ServiceAccountToken != "" {
 		return c.moveToken(ctx, reg)
@@ -284,7 +293,78 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: cellv1alpha1.RegistrationConditionReady, Status: ready, Reason: reason, Message: msg, ObservedGeneration: reg.Generation})
 	}
 	status.Phase = registration.Phase(status.Conditions)
+	if len(status.Certificate) > 0 {
+		if err := c.ensureFinalizer(ctx, reg); err != nil {
+			return err
+		}
+	}
 	return c.writeStatus(ctx, reg, status)
+}
+
+// FinalizerCertificates keeps a registration that issued agent
+// certificates until the last of them expires: the hub refuses the
+// cluster's agents while the registration is being deleted, and a new
+// registration of the same name cannot bring old certificates back.
+const FinalizerCertificates = "cellfed.io/agent-certificates"
+
+func (c *Controller) ensureFinalizer(ctx context.Context, reg *cellv1alpha1.ClusterRegistration) error {
+	for _, f := range reg.Finalizers {
+		if f == FinalizerCertificates {
+			return nil
+		}
+	}
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":%s}}`, mustJSON(append(append([]string(nil), reg.Finalizers...), FinalizerCertificates)))
+	if _, err := c.dynamic.Resource(registration.Resource).Patch(ctx, reg.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("adding finalizer to ClusterRegistration %s: %w", reg.Name, err)
+	}
+	return nil
+}
+
+// finalize a registration being deleted: disconnect its agent, delete the
+// KubeFedCluster and credentials, and release the finalizer once its last
+// certificate expired (requeued until then).
+func (c *Controller) finalize(ctx context.Context, reg *cellv1alpha1.ClusterRegistration) error {
+	if c.tunnel != nil {
+		c.tunnel.Disconnect(reg.Name)
+	}
+	if err := c.deleteOwned(ctx, reg); err != nil {
+		return err
+	}
+	has := false
+	var rest []string
+	for _, f := range reg.Finalizers {
+		if f == FinalizerCertificates {
+			has = true
+			continue
+		}
+		rest = append(rest, f)
+	}
+	if !has {
+		return nil
+	}
+	if exp := reg.Status.CertificateExpiry; exp != nil {
+		if wait := exp.Sub(c.now()); wait > 0 {
+			klog.V(2).InfoS("Keeping a deleted registration until its agent certificates expire", "registration", reg.Name, "expiry", exp.UTC().Format(time.RFC3339))
+			c.queue.AddAfter(reg.Name, wait+time.Second)
+			return nil
+		}
+	}
+	if rest == nil {
+		rest = []string{}
+	}
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":%s,"resourceVersion":%q}}`, mustJSON(rest), reg.ResourceVersion)
+	if _, err := c.dynamic.Resource(registration.Resource).Patch(ctx, reg.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("releasing the finalizer of ClusterRegistration %s: %w", reg.Name, err)
+	}
+	return nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // moveToken stores the member's token in the credentials Secret and

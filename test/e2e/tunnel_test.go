@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/test/framework"
+)
+
+// tunnelled is a member reachable only through its agent's tunnel.
+type tunnelled struct {
+	name   string
+	member *framework.Server // ProxyURL set: clients go through the hub
+	agent  *framework.Process
+	ns     *framework.NetNS // nil on the loopback fallback
+	cert   string
+	key    string
+}
+
+// startTunnelPlane starts a plane with the tunnel hub on free ports; the
+// agent listener on all addresses, so agents in a NetNS reach it.
+func startTunnelPlane(t *testing.T) (*framework.Server, framework.TunnelPorts) {
+	t.Helper()
+	args, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
+	return framework.StartPlane(t, framework.PlaneOptions{Args: args}), ports
+}
+
+// startTunnelledMember starts a member kube-apiserver and its agent in a
+// network namespace of their own. Without netns support it says so and
+// runs both on loopback; the member's address is then withheld from
+// clients (they get an endpoint that does not answer).
+func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, name string) *tunnelled {
+	t.Helper()
+	tm := &tunnelled{name: name}
+	ns, why := framework.NewNetNS(t)
+	if ns == nil {
+		t.Logf("no network namespace (%s): member %s and its agent run on loopback, its address withheld", why, name)
+		tm.member = framework.StartMemberNoWait(t, name)
+	} else {
+		tm.ns = ns
+		tm.member = framework.StartMemberIn(t, name, ns)
+	}
+	if err := tm.member.WaitKubeconfig(context.Background()); err != nil {
+		t.Fatalf("member %s: %v", name, err)
+	}
+	tm.cert, tm.key = framework.IssueAgentCert(t, plane, name, time.Hour)
+	tm.agent = framework.StartAgent(t, plane, ports, framework.AgentOptions{
+		Cluster: name, CertFile: tm.cert, KeyFile: tm.key, Kubeconfig: tm.member.Kubeconfig, NetNS: ns,
+	})
+	tm.member.ProxyURL = framework.TunnelProxyURL(t, plane, ports, name)
+	if ns == nil {
+		tm.member.Endpoint = "https://localhost:1" // withheld: nothing answers there
+	}
+	if err := tm.member.WaitReady(context.Background()); err != nil {
+		t.Fatalf("member %s not ready through its tunnel: %v\nagent log:\n%s", name, err, tm.agent.Tail(20))
+	}
+	return tm
+}
+
+// tunnelDialer is a gRPC tunnel client with the plane's admin certificate.
+func tunnelDialer(t *testing.T, plane *framework.Server, ports framework.TunnelPorts) *proxy.Dialer {
+	t.Helper()
+	o := proxy.NewDialerOptions()
+	o.Address = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.GRPCPort))
+	o.ServerName = "localhost"
+	o.CAFile, o.CertFile, o.KeyFile = plane.PKI().CACert(), plane.PKI().AdminCert(), plane.PKI().AdminKey()
+	d, err := proxy.NewDialer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// memberConfigVia is the member's admin configuration with its traffic
+// going through dial (gRPC tunnel) instead of the CONNECT proxy.
+func memberConfigVia(t *testing.T, m *framework.Server, dial func(ctx context.Context, network, address string) (net.Conn, error)) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", m.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dial = dial
+	cfg.Timeout = 10 * time.Second
+	return cfg
+}
+
+// TestTunnelReachesMemberBehindNetNS: a member in its own network
+// namespace is reached through its agent, by the CONNECT frontend (the
+// KubeFed proxyURL path) and the gRPC frontend, and not directly; a
+// cluster without agent fails fast with a clear error; wrong proxy
+// credentials are refused; the hub's metrics count it.
+func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
+	t.Parallel()
+	plane, ports := startTunnelPlane(t)
+	tm := startTunnelledMember(t, plane, ports, "edge-1")
+	ctx := context.Background()
+
+	t.Run("CONNECT proxy", func(t *testing.T) {
+		v, err := tm.member.Client(t).Discovery().ServerVersion()
+		if err != nil {
+			t.Fatalf("version through the CONNECT frontend: %v", err)
+		}
+		t.Logf("member version through CONNECT: %s", v.GitVersion)
+	})
+	if tm.ns != nil {
+		t.Run("not reachable directly", func(t *testing.T) {
+			cfg := tm.member.RESTConfig(t)
+			cfg.Proxy, cfg.Timeout = nil, 3*time.Second
+			c := kubernetes.NewForConfigOrDie(cfg)
+			if _, err := c.Discovery().ServerVersion(); err == nil {
+				t.Fatal("the member in its namespace answered directly from the host")
+			}
+		})
+	}
+	t.Run("gRPC tunnel", func(t *testing.T) {
+		d := tunnelDialer(t, plane, ports)
+		c := kubernetes.NewForConfigOrDie(memberConfigVia(t, tm.member, d.DialFunc(tm.name)))
+		if _, err := c.Discovery().ServerVersion(); err != nil {
+			t.Fatalf("version through the gRPC frontend: %v", err)
+		}
+	})
+	t.Run("no agent fails fast", func(t *testing.T) {
+		d := tunnelDialer(t, plane, ports)
+		start := time.Now()
+		_, err := d.DialCluster(ctx, "nosuch")
+		if err == nil || !strings.Contains(err.Error(), "no agent connected for cluster nosuch") {
+			t.Fatalf("gRPC dial for a cluster without agent: got %v", err)
+		}
+		cfg := memberConfigVia(t, tm.member, nil)
+		cfg.Dial = nil
+		pu, _ := url.Parse(framework.TunnelProxyURL(t, plane, ports, "nosuch"))
+		cfg.Proxy = http.ProxyURL(pu)
+		_, err = kubernetes.NewForConfigOrDie(cfg).Discovery().ServerVersion()
+		if err == nil || !strings.Contains(err.Error(), "no agent connected for cluster nosuch") {
+			t.Fatalf("CONNECT for a cluster without agent: got %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("failing took %s, want fast", d)
+		}
+	})
+	t.Run("wrong proxy credentials", func(t *testing.T) {
+		for name, pu := range map[string]*url.URL{
+			"other cluster's password": mustParse(t, strings.Replace(framework.TunnelProxyURL(t, plane, ports, "other"), "other:", tm.name+":", 1)),
+			"no credentials":           {Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort))},
+		} {
+			cfg := memberConfigVia(t, tm.member, nil)
+			cfg.Dial, cfg.Proxy = nil, http.ProxyURL(pu)
+			_, err := kubernetes.NewForConfigOrDie(cfg).Discovery().ServerVersion()
+			if err == nil || !strings.Contains(err.Error(), "Proxy Authentication Required") {
+				t.Errorf("%s: got %v, want Proxy Authentication Required", name, err)
+			}
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		body, err := plane.Client(t).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`cellfed_tunnel_agents{cluster="edge-1"} 1`,
+			`cellfed_tunnel_dials_total{cluster="edge-1",result="success"}`,
+			`cellfed_tunnel_dials_total{cluster="nosuch",result="noagent"}`,
+			`cellfed_tunnel_bytes_total{cluster="edge-1",direction="in"}`,
+			`cellfed_tunnel_failures_total{reason="proxy_auth"}`,
+		} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+var _ = io.Discard
+var _ = fmt.Sprint

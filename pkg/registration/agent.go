@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -271,6 +272,10 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 	plane, err := dynamic.NewForConfig(bootCfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for the plane: %w", err)
+	}
+	// The token first: a refused token changes nothing in the member.
+	if err := checkToken(ctx, bootCfg); err != nil {
+		return nil, o.bootstrapError(err, token, "authenticating to the plane")
 	}
 	keyPEM, csrPEM, err := o.pendingKey()
 	if err != nil {
@@ -675,4 +680,15 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("replacing %s: %w", path, err)
 	}
 	return nil
+}
+
+// checkToken asks the plane who the bootstrap token is (every
+// authenticated user may).
+func checkToken(ctx context.Context, cfg *rest.Config) error {
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	return err
 }

@@ -53,13 +53,11 @@ func newCommand() *cobra.Command {
 			ctx, cancel := context.WithCancelCause(ctx)
 			defer cancel(nil)
 			go func() { cancel(renewed(ctx)) }()
-			if err := a.Run(ctx); err != nil {
-				return err
-			}
+			err = a.Run(ctx)
 			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 				return cause
 			}
-			return nil
+			return err
 		},
 	}
 	fs := cmd.Flags()

@@ -205,7 +205,7 @@ func (d *decideOptions) run(ctx context.Context, name string) error {
 		}
 		meta.SetStatusCondition(&reg.Status.Conditions, metav1.Condition{Type: decisionCondition(d.verb), Status: metav1.ConditionTrue,
 			Reason: "By" + capitalize(d.verb), Message: msg, ObservedGeneration: reg.Generation})
-		reg.Status.Phase = registration.Phase(reg.Status.Conditions)
+		// status.phase is the controller's: it says the plane acted.
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(reg)
 		if err != nil {
 			return err

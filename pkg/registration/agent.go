@@ -547,6 +547,11 @@ func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Ide
 		return err
 	}
 	u, err := regs.Get(ctx, o.ClusterName, metav1.GetOptions{})
+	if apierrors.IsForbidden(err) {
+		// The plane removes an agent's access to its registration when it
+		// is revoked, denied or deleted.
+		return fmt.Errorf("%w: the plane no longer lets the agent of cluster %s read its registration (revoked or deleted by an administrator); the agent stops. Register again with a new bootstrap token once the old registration is deleted", errRevoked, o.ClusterName)
+	}
 	if err != nil {
 		return fmt.Errorf("reading ClusterRegistration %s as the agent: %w", o.ClusterName, err)
 	}

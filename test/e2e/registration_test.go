@@ -255,8 +255,11 @@ func TestRegistrationAPI(t *testing.T) {
 	f.waitPhase(t, "edge-2", cellv1alpha1.RegistrationPending)
 	f.ctl.ok(t, "registration", "deny", "edge-2", "--reason=unknown site")
 	wantBootstrapError(t, res2, "denied the registration of cluster edge-2 (denied with cellfedctl registration deny: unknown site)")
-	if _, err := f.plane.Client(t).CoreV1().Secrets(fedNS).Get(ctx, "edge-2-token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Secret edge-2-token after deny: %v, want NotFound", err)
+	if err := framework.Poll(ctx, 100*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := f.plane.Client(t).CoreV1().Secrets(fedNS).Get(ctx, "edge-2-token", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Errorf("Secret edge-2-token is still there after deny: %v", err)
 	}
 	f.ctl.fails(t, "is Denied, which is final", "registration", "approve", "edge-2")
 

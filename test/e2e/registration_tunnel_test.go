@@ -225,7 +225,11 @@ kind: FederatedNamespace
 metadata: {name: shop, namespace: shop}
 spec:
   placement: {clusters: [{name: edge-1}]}
----
+`, "apply", "-f", "-")
+	// As in TestUpstreamKubeFed: the namespace first, seen propagated by
+	// KubeFed, then the workload.
+	waitTopologyStatus(t, k, "federatednamespaces.v1beta2.types.kubefed.io", "shop", []string{"edge-1"})
+	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedDeployment
 metadata: {name: api, namespace: shop}
@@ -240,13 +244,17 @@ spec:
   placement:
     clusters: [{name: edge-1}]
 `, "apply", "-f", "-")
-	waitFor(t, "deployment shop/api from upstream KubeFed in the tunnelled member", func(ctx context.Context) (bool, error) {
+	if err := framework.Poll(ctx, 100*time.Millisecond, controllerTimeout, func(ctx context.Context) (bool, error) {
 		d, err := memberClient.AppsV1().Deployments("shop").Get(ctx, "api", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return d.Labels["kubefed.io/managed"] == "true" && d.Spec.Template.Spec.Containers[0].Image == "nginx:1.28", nil
-	})
+	}); err != nil {
+		fd, _ := k.Run(ctx, "", "-n", "shop", "get", fdV1beta1, "api", "-o", "yaml")
+		fns, _ := k.Run(ctx, "", "-n", "shop", "get", "federatednamespaces.v1beta1.types.kubefed.io", "shop", "-o", "yaml")
+		t.Fatalf("deployment shop/api from upstream KubeFed in the tunnelled member: %v\nFederatedDeployment:\n%s\nFederatedNamespace:\n%s", err, fd, fns)
+	}
 	stopLoop()
 	<-loopDone
 
@@ -266,8 +274,17 @@ spec:
 		t.Errorf("direct-1 Ready=%q after edge-1 was revoked, want True", got)
 	}
 	waitFor(t, "the hub to refuse the revoked agent", func(context.Context) (bool, error) {
-		return strings.Contains(agent.Log(), "not admitted"), nil
+		log := f.plane.Log()
+		return strings.Contains(log, "Refused tunnel agent") && strings.Contains(log, "the registration of cluster edge-1 is Revoked"), nil
 	})
+	// At its next renewal the agent finds its access gone and stops.
+	waitFor(t, "the revoked agent to stop", func(context.Context) (bool, error) {
+		exited, _ := agent.Exited()
+		return exited, nil
+	})
+	if !strings.Contains(agent.Log(), "no longer lets the agent of cluster edge-1 read its registration") {
+		t.Errorf("the revoked agent stopped without saying why:\n%s", agent.Tail(5))
+	}
 	if _, err := direct.Client(t).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
 		t.Errorf("direct-1 unreachable after edge-1 was revoked: %v", err)
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rollout"
+	"github.com/cellfed/cellfed/pkg/proxy"
 )
 
 var typeConfigs = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "federatedtypeconfigs"}
@@ -64,6 +65,12 @@ type Options struct {
 	RetryPeriod         time.Duration
 	// HealthAddress serves /healthz and /readyz ("" = off).
 	HealthAddress string
+	// Tunnel, when its Address is set, reaches tunnelled clusters (those
+	// whose spec.proxyURL names a cluster as proxy user) through the tunnel
+	// hub's gRPC frontend instead of its CONNECT frontend. Empty
+	// certificate files mean the plane kubeconfig's CA and client
+	// certificate.
+	Tunnel proxy.DialerOptions
 }
 
 // NewOptions returns the defaults.
@@ -82,6 +89,7 @@ func NewOptions() *Options {
 		RenewDeadline:       10 * time.Second,
 		RetryPeriod:         2 * time.Second,
 		HealthAddress:       "127.0.0.1:10358",
+		Tunnel:              proxy.NewDialerOptions(),
 	}
 }
 
@@ -95,10 +103,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Propagation.StatusInterval, "status-interval", o.Propagation.StatusInterval, "least time between two status writes of one federated object: member status changes within it are written together (0 writes every change)")
 	fs.IntVar(&o.Rollout.Workers, "rollout-workers", o.Rollout.Workers, "objects under a rollout of one federated type handled in parallel")
 	fs.IntVar(&o.Rollout.HistoryLimit, "rollout-history-limit", o.Rollout.HistoryLimit, "template revisions kept per federated object for rollout undo")
+	fs.StringVar(&o.Tunnel.Address, "tunnel-grpc-address", o.Tunnel.Address, "the tunnel hub's gRPC frontend (host:port); when set, tunnelled clusters are reached through it instead of their spec.proxyURL")
+	fs.StringVar(&o.Tunnel.ServerName, "tunnel-server-name", o.Tunnel.ServerName, "name the tunnel hub's certificate must show (default: the host of --tunnel-grpc-address)")
+	fs.StringVar(&o.Tunnel.CAFile, "tunnel-ca-file", o.Tunnel.CAFile, "CA that verifies the tunnel hub (default: the plane kubeconfig's CA)")
+	fs.StringVar(&o.Tunnel.CertFile, "tunnel-cert-file", o.Tunnel.CertFile, "client certificate for the tunnel hub (default: the plane kubeconfig's)")
+	fs.StringVar(&o.Tunnel.KeyFile, "tunnel-key-file", o.Tunnel.KeyFile, "client key for the tunnel hub (default: the plane kubeconfig's)")
 	fs.IntVar(&o.Clusters.Concurrency, "cluster-concurrency", o.Clusters.Concurrency, "requests in flight to one member cluster at a time")
 	fs.Float32Var(&o.Clusters.QPS, "member-qps", o.Clusters.QPS, "request rate limit of each member cluster's client")
 	fs.IntVar(&o.Clusters.Burst, "member-burst", o.Clusters.Burst, "request burst of each member cluster's client")
 	fs.DurationVar(&o.Clusters.ProbePeriod, "cluster-probe-period", o.Clusters.ProbePeriod, "time between health probes of a member cluster")
+	fs.DurationVar(&o.Clusters.UnreadyProbePeriod, "cluster-unready-probe-period", o.Clusters.UnreadyProbePeriod, "time between health probes of a member cluster that is not ready (when shorter than --cluster-probe-period)")
 	fs.DurationVar(&o.Clusters.ProbeTimeout, "cluster-probe-timeout", o.Clusters.ProbeTimeout, "timeout of one health probe")
 	fs.IntVar(&o.Clusters.FailureThreshold, "cluster-failure-threshold", o.Clusters.FailureThreshold, "failed probes in a row that make a ready cluster not ready")
 	fs.IntVar(&o.Clusters.SuccessThreshold, "cluster-success-threshold", o.Clusters.SuccessThreshold, "good probes in a row that make a cluster ready again")
@@ -144,6 +158,19 @@ func (o *Options) Validate() error {
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	o.Clusters.Namespace = o.FederationNamespace
 	o.Rollout.FederationNamespace = o.FederationNamespace
+	if o.Tunnel.Address != "" {
+		d, err := tunnelDialer(cfg, o.Tunnel)
+		if err != nil {
+			return err
+		}
+		defer func() { go d.Close() }() // closing drains streams; never wait for it
+		o.Clusters.Dialer = func(a clusters.Access) clusters.DialFunc {
+			if cluster, ok := proxy.ClusterFromProxyURL(a.ProxyURL); ok {
+				return d.DialFunc(cluster)
+			}
+			return nil
+		}
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.PlaneQPS, o.PlaneBurst
 	cfg.UserAgent = "cellfed-controller"
@@ -202,6 +229,22 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	klog.InfoS("Waiting for the leader Lease", "lease", o.FederationNamespace+"/"+o.LeaseName)
 	le.Run(ctx)
 	return nil
+}
+
+// tunnelDialer connects to the tunnel hub's gRPC frontend, with the plane
+// kubeconfig's CA and client certificate unless files are given.
+func tunnelDialer(cfg *rest.Config, o proxy.DialerOptions) (*proxy.Dialer, error) {
+	if o.CAFile == "" {
+		o.CAFile, o.CAData = cfg.CAFile, cfg.CAData
+	}
+	if o.CertFile == "" && o.KeyFile == "" {
+		o.CertFile, o.KeyFile, o.CertData, o.KeyData = cfg.CertFile, cfg.KeyFile, cfg.CertData, cfg.KeyData
+	}
+	d, err := proxy.NewDialer(o)
+	if err != nil {
+		return nil, fmt.Errorf("--tunnel-grpc-address: %w", err)
+	}
+	return d, nil
 }
 
 // runControllers runs the registry, the cell controller and the

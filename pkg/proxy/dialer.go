@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +29,8 @@ type DialerOptions struct {
 	// CAFile verifies the hub (the plane's CA); CertFile and KeyFile are
 	// the client's plane-CA certificate.
 	CAFile, CertFile, KeyFile string
+	// CAData, CertData and KeyData are PEM used when the files are empty.
+	CAData, CertData, KeyData []byte
 	// KeepaliveTime and KeepaliveTimeout detect a dead hub connection.
 	KeepaliveTime, KeepaliveTimeout time.Duration
 	// Port is the port put in dial targets (<cluster>:<port>); the agent
@@ -48,11 +52,27 @@ type Dialer struct {
 
 // NewDialer connects (lazily) to the hub's gRPC frontend.
 func NewDialer(o DialerOptions) (*Dialer, error) {
-	pool, err := loadPool(o.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("tunnel hub CA: %w", err)
+	if o.CAFile != "" {
+		b, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tunnel hub CA: %w", err)
+		}
+		o.CAData = b
 	}
-	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(o.CAData) {
+		return nil, errors.New("tunnel hub CA: no PEM certificate")
+	}
+	if o.CertFile != "" || o.KeyFile != "" {
+		var err error
+		if o.CertData, err = os.ReadFile(o.CertFile); err != nil {
+			return nil, fmt.Errorf("tunnel client certificate: %w", err)
+		}
+		if o.KeyData, err = os.ReadFile(o.KeyFile); err != nil {
+			return nil, fmt.Errorf("tunnel client key: %w", err)
+		}
+	}
+	cert, err := tls.X509KeyPair(o.CertData, o.KeyData)
 	if err != nil {
 		return nil, fmt.Errorf("tunnel client certificate: %w", err)
 	}

@@ -2,11 +2,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +41,7 @@ func startTunnelPlane(t *testing.T) (*framework.Server, framework.TunnelPorts) {
 // network namespace of their own. Without netns support it says so and
 // runs both on loopback; the member's address is then withheld from
 // clients (they get an endpoint that does not answer).
-func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, name string) *tunnelled {
+func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, name string, agentArgs ...string) *tunnelled {
 	t.Helper()
 	tm := &tunnelled{name: name}
 	ns, why := framework.NewNetNS(t)
@@ -58,7 +57,7 @@ func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework
 	}
 	tm.cert, tm.key = framework.IssueAgentCert(t, plane, name, time.Hour)
 	tm.agent = framework.StartAgent(t, plane, ports, framework.AgentOptions{
-		Cluster: name, CertFile: tm.cert, KeyFile: tm.key, Kubeconfig: tm.member.Kubeconfig, NetNS: ns,
+		Cluster: name, CertFile: tm.cert, KeyFile: tm.key, Kubeconfig: tm.member.Kubeconfig, NetNS: ns, Args: agentArgs,
 	})
 	tm.member.ProxyURL = framework.TunnelProxyURL(t, plane, ports, name)
 	if ns == nil {
@@ -165,6 +164,18 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 			}
 		}
 	})
+	t.Run("agent manifests apply to the member (kubectl, server dry run)", func(t *testing.T) {
+		k := framework.Kubectl{Kubeconfig: tm.member.KubeconfigViaProxy(t)}
+		dir := filepath.Join(framework.RepoRoot(t), "manifests", "agent")
+		// A server dry run cannot create the namespace the rest goes in.
+		k.MustRun(t, "", "apply", "-f", filepath.Join(dir, "namespace.yaml"))
+		out := k.MustRun(t, "", "apply", "--dry-run=server", "-f", dir)
+		for _, want := range []string{"deployment.apps/cellfed-agent", "role.rbac.authorization.k8s.io/cellfed-agent", "rolebinding.rbac.authorization.k8s.io/cellfed-agent", "serviceaccount/cellfed-agent"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl apply --dry-run=server did not report %s:\n%s", want, out)
+			}
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		body, err := plane.Client(t).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 		if err != nil {
@@ -193,5 +204,17 @@ func mustParse(t *testing.T, s string) *url.URL {
 	return u
 }
 
-var _ = io.Discard
-var _ = fmt.Sprint
+// proxyForCluster is an HTTP proxy function for cluster's tunnel.
+func proxyForCluster(t *testing.T, plane *framework.Server, ports framework.TunnelPorts, cluster string) func(*http.Request) (*url.URL, error) {
+	t.Helper()
+	return http.ProxyURL(mustParse(t, framework.TunnelProxyURL(t, plane, ports, cluster)))
+}
+
+func kubernetesFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
 )
@@ -155,4 +157,22 @@ func proxyFunc(proxyURL string) (func(*http.Request) (*url.URL, error), error) {
 		return nil, fmt.Errorf("proxy URL: %w", err)
 	}
 	return http.ProxyURL(u), nil
+}
+
+// KubeconfigViaProxy writes a copy of the server's admin kubeconfig whose
+// cluster goes through ProxyURL (kubeconfig proxy-url), for kubectl.
+func (s *Server) KubeconfigViaProxy(t testing.TB) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.ProxyURL = s.ProxyURL
+	}
+	path := filepath.Join(t.TempDir(), "proxied.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

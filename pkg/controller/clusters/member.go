@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -79,7 +79,10 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 		return nil, err
 	}
 	if opts.Dialer != nil {
-		cfg.Dial = opts.Dialer(a)
+		if dial := opts.Dialer(a); dial != nil {
+			// The dialer reaches the member itself (a tunnel): no proxy.
+			cfg.Dial, cfg.Proxy = dial, nil
+		}
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -242,7 +245,22 @@ func (m *Member) start(ctx context.Context) {
 	m.mu.Lock()
 	m.cancel = cancel
 	m.mu.Unlock()
-	go wait.UntilWithContext(ctx, m.probe, m.opts.ProbePeriod)
+	go func() {
+		for {
+			m.probe(ctx)
+			period := m.opts.ProbePeriod
+			if !m.Ready() && m.opts.UnreadyProbePeriod > 0 {
+				// A member that is away is looked at more often, so one
+				// that returns (a tunnel reconnecting) is used again soon.
+				period = min(period, m.opts.UnreadyProbePeriod)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(period):
+			}
+		}
+	}()
 }
 
 // stop ends probing and the informers.

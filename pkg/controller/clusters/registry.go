@@ -45,6 +45,9 @@ type Options struct {
 	Namespace string
 	// ProbePeriod is the time between health probes of a member.
 	ProbePeriod time.Duration
+	// UnreadyProbePeriod, when shorter, is the time between probes of a
+	// member that is not ready.
+	UnreadyProbePeriod time.Duration
 	// ProbeTimeout bounds one probe.
 	ProbeTimeout time.Duration
 	// FailureThreshold consecutive failed probes make a ready member
@@ -58,8 +61,9 @@ type Options struct {
 	// Concurrency is how many requests the controller has in flight to
 	// one member at a time.
 	Concurrency int
-	// Dialer, when set, opens the connections to a member (a tunnel to
-	// a member behind NAT); nil dials the endpoint directly.
+	// Dialer, when set, may return a function that opens the connections
+	// to a member (a tunnel to a member behind NAT), replacing its proxy;
+	// a nil Dialer or result dials the endpoint (or proxy) directly.
 	Dialer func(Access) DialFunc
 }
 
@@ -69,15 +73,19 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 // DefaultOptions are sized for hundreds of members on a small plane.
 func DefaultOptions() Options {
 	return Options{
-		Namespace:        "kube-federation-system",
-		ProbePeriod:      10 * time.Second,
-		ProbeTimeout:     5 * time.Second,
-		FailureThreshold: 3,
-		SuccessThreshold: 1,
-		QPS:              100,
-		Burst:            200,
-		RequestTimeout:   30 * time.Second,
-		Concurrency:      16,
+		Namespace: "kube-federation-system",
+		// A member whose link silently died goes offline after at most
+		// FailureThreshold*(ProbePeriod+ProbeTimeout) = 15 s, and one that
+		// returns is probed again within 2 s.
+		ProbePeriod:        2 * time.Second,
+		ProbeTimeout:       3 * time.Second,
+		UnreadyProbePeriod: time.Second,
+		FailureThreshold:   3,
+		SuccessThreshold:   1,
+		QPS:                100,
+		Burst:              200,
+		RequestTimeout:     30 * time.Second,
+		Concurrency:        16,
 	}
 }
 

@@ -73,17 +73,18 @@ type Options struct {
 	ProbeInterval time.Duration
 }
 
-// NewOptions returns the defaults: 10 s keepalives with a 5 s timeout, 5 s
-// connection attempts, retries from 1 s up to 3 s, so a returning link is
-// used again within seconds.
+// NewOptions returns the defaults: 5 s keepalives with a 5 s timeout (a
+// dead link is noticed within 10 s), 2 s connection attempts retried
+// every 0.5 s growing to 1 s, so a returning link is used again within
+// about 3 s.
 func NewOptions() *Options {
 	return &Options{
-		KeepaliveTime:    10 * time.Second,
+		KeepaliveTime:    5 * time.Second,
 		KeepaliveTimeout: 5 * time.Second,
-		ConnectTimeout:   5 * time.Second,
-		RetryInterval:    time.Second,
-		RetryIntervalCap: 3 * time.Second,
-		ProbeInterval:    time.Second,
+		ConnectTimeout:   2 * time.Second,
+		RetryInterval:    500 * time.Millisecond,
+		RetryIntervalCap: time.Second,
+		ProbeInterval:    500 * time.Millisecond,
 	}
 }
 

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestConnectCredentials(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, secretSize)
+	other := bytes.Repeat([]byte{8}, secretSize)
+	good := ConnectCredential(secret, "alpha")
+	tests := []struct {
+		name              string
+		secret            []byte
+		cluster, password string
+		want              bool
+	}{
+		{"own credential", secret, "alpha", good, true},
+		{"another cluster's credential", secret, "beta", good, false},
+		{"credential of another hub", other, "alpha", good, false},
+		{"empty password", secret, "alpha", "", false},
+		{"truncated", secret, "alpha", good[:len(good)-1], false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := checkConnectCredential(tt.secret, tt.cluster, tt.password); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProxyURLRoundTrip: the header Go's transport sends for a proxy URL
+// built by ConnectProxyURL is accepted for its cluster.
+func TestProxyURLRoundTrip(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, secretSize)
+	raw := ConnectProxyURL(secret, "hub:8133", "alpha.cell-1")
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Scheme != "http" || u.Host != "hub:8133" {
+		t.Fatalf("proxy URL %s", raw)
+	}
+	if c, ok := ClusterFromProxyURL(raw); !ok || c != "alpha.cell-1" {
+		t.Fatalf("ClusterFromProxyURL = %q, %v", c, ok)
+	}
+	if _, ok := ClusterFromProxyURL("http://hub:8133"); ok {
+		t.Fatal("a proxy URL without user names a cluster")
+	}
+	// What net/http puts in Proxy-Authorization for a URL's user info.
+	req := &http.Request{Header: http.Header{}}
+	p, _ := u.User.Password()
+	req.SetBasicAuth(u.User.Username(), p)
+	user, password, ok := parseProxyAuthorization(req.Header.Get("Authorization"))
+	if !ok || user != "alpha.cell-1" || !checkConnectCredential(secret, user, password) {
+		t.Fatalf("parsed %q %q %v", user, password, ok)
+	}
+}
+
+func TestParseProxyAuthorization(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	tests := []struct {
+		name, header, user, password string
+		ok                           bool
+	}{
+		{"basic", "Basic " + b64("alpha:pw"), "alpha", "pw", true},
+		{"lowercase scheme", "basic " + b64("alpha:pw"), "alpha", "pw", true},
+		{"colon in password", "Basic " + b64("alpha:p:w"), "alpha", "p:w", true},
+		{"bearer", "Bearer abc", "", "", false},
+		{"no colon", "Basic " + b64("alpha"), "", "", false},
+		{"empty user", "Basic " + b64(":pw"), "", "", false},
+		{"not base64", "Basic !!!", "", "", false},
+		{"empty", "", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, p, ok := parseProxyAuthorization(tt.header)
+			if ok != tt.ok || u != tt.user || p != tt.password {
+				t.Errorf("got %q %q %v, want %q %q %v", u, p, ok, tt.user, tt.password, tt.ok)
+			}
+		})
+	}
+}
+
+func TestLoadOrCreateSecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pki", "tunnel-connect.secret")
+	a, err := LoadOrCreateSecret(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file mode %v (%v), want 0600", st.Mode(), err)
+	}
+	b, err := LoadOrCreateSecret(path)
+	if err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("second load differs (%v)", err)
+	}
+	short := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(short, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateSecret(short); err == nil {
+		t.Fatal("a short secret was accepted")
+	}
+}

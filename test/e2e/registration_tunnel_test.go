@@ -19,22 +19,15 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-// clusterCondition is the status of a KubeFedCluster's condition, "" when
-// absent.
-func clusterCondition(t *testing.T, f *regFixture, name, condType string) string {
+// regClusterCondition is the status of a KubeFedCluster's condition, ""
+// when absent or unreadable.
+func regClusterCondition(t *testing.T, f *regFixture, name, condType string) string {
 	t.Helper()
-	u, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(context.Background(), name, metav1.GetOptions{})
+	s, err := clusterCondition(context.Background(), f.dyn, name, condType)
 	if err != nil {
 		return ""
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == condType {
-			s, _ := m["status"].(string)
-			return s
-		}
-	}
-	return ""
+	return s
 }
 
 // TestRegistrationBehindNetNS: a member kube-apiserver and the real
@@ -267,10 +260,10 @@ spec:
 		return err != nil, nil
 	})
 	waitFor(t, "KubeFedCluster edge-1 to go Offline", func(context.Context) (bool, error) {
-		return clusterCondition(t, f, "edge-1", "Offline") == "True", nil
+		return regClusterCondition(t, f, "edge-1", "Offline") == "True", nil
 	})
 	t.Logf("revoked cluster Offline %v after revoke", time.Since(revokeAt).Round(time.Millisecond))
-	if got := clusterCondition(t, f, "direct-1", "Ready"); got != "True" {
+	if got := regClusterCondition(t, f, "direct-1", "Ready"); got != "True" {
 		t.Errorf("direct-1 Ready=%q after edge-1 was revoked, want True", got)
 	}
 	waitFor(t, "the hub to refuse the revoked agent", func(context.Context) (bool, error) {

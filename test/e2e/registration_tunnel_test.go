@@ -153,7 +153,9 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 
 	// cellfed-controller releases a FederatedDeployment to a cell on the
 	// tunnelled cluster.
-	ctrl := framework.StartController(t, f.plane)
+	// cellfed-controller reaches the tunnelled cluster through the hub's gRPC
+	// frontend; upstream KubeFed below through spec.proxyURL (CONNECT).
+	ctrl := framework.StartController(t, f.plane, "--tunnel-grpc-address=127.0.0.1:"+strconv.Itoa(ports.GRPCPort), "--tunnel-server-name=localhost")
 	framework.WaitKubeFedClustersReady(t, f.plane, "edge-1", "direct-1")
 	createCell(t, f.ctl, f.plane.Client(t), "shop", "rz00a", "edge-1")
 	k := framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}

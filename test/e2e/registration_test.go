@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -262,6 +263,29 @@ func TestRegistrationAPI(t *testing.T) {
 		t.Errorf("Secret edge-2-token is still there after deny: %v", err)
 	}
 	f.ctl.fails(t, "is Denied, which is final", "registration", "approve", "edge-2")
+
+	// Auto-approve: acme's registrations are approved as they arrive; the
+	// policy can be turned off again.
+	out := f.ctl.ok(t, "registration", "auto-approve", "acme")
+	if !strings.Contains(out, "tenant acme: registrations are approved automatically") {
+		t.Errorf("auto-approve printed %q", out)
+	}
+	tok3 := f.token(t, "--tenant=acme")
+	o3 := f.agentOptions(t, members[1], "edge-3", tok3)
+	r3 := <-bootstrapAsync(ctx, o3)
+	if r3.err != nil {
+		t.Fatalf("auto-approved bootstrap of edge-3: %v", r3.err)
+	}
+	reg3 := f.registration(t, "edge-3")
+	if c := apimeta.FindStatusCondition(reg3.Status.Conditions, cellv1alpha1.RegistrationConditionApproved); c == nil || c.Reason != registration.ReasonAutoApproved {
+		t.Errorf("edge-3 Approved condition %+v, want reason %s", c, registration.ReasonAutoApproved)
+	}
+	f.ctl.ok(t, "registration", "auto-approve", "acme", "--disable")
+	tok4 := f.token(t, "--tenant=acme")
+	res4 := bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-4", tok4))
+	f.waitPhase(t, "edge-4", cellv1alpha1.RegistrationPending)
+	f.ctl.ok(t, "registration", "deny", "edge-4")
+	wantBootstrapError(t, res4, "denied the registration of cluster edge-4")
 
 	// edge-1's agent may not touch edge-2's registration, nor approve
 	// anything.

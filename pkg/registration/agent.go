@@ -125,9 +125,9 @@ func (o *AgentOptions) PlaneCAFile() (string, error) {
 func (o *AgentOptions) Validate() error {
 	var errs []error
 	if o.ClusterName == "" {
-		errs = append(errs, errors.New("--cluster-name is required: the name this cluster registers as (a DNS label)"))
+		errs = append(errs, errors.New("--cluster is required: the name this cluster registers as (a DNS label)"))
 	} else if !cellv1alpha1.IsDNSLabel(o.ClusterName) {
-		errs = append(errs, fmt.Errorf("--cluster-name=%q is not a cluster name; cluster names are DNS labels: lowercase letters, digits and '-', at most 63 characters, no dots", o.ClusterName))
+		errs = append(errs, fmt.Errorf("--cluster=%q is not a cluster name; cluster names are DNS labels: lowercase letters, digits and '-', at most 63 characters, no dots", o.ClusterName))
 	}
 	if o.PlaneKubeconfig == "" {
 		errs = append(errs, errors.New("--plane-kubeconfig is required: a kubeconfig with the plane's address and CA (`cellfedctl token create --agent-kubeconfig=<file>` writes one)"))
@@ -304,7 +304,7 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 		// made it (the bootstrap token may read only its own).
 		got, gerr := regs.Get(ctx, o.ClusterName, metav1.GetOptions{})
 		if gerr != nil || got.GetLabels()[LabelBootstrapTokenID] != token.ID {
-			return nil, fmt.Errorf("the plane already has a registration for cluster %s that this token did not make; choose another --cluster-name, or ask the plane's administrator to delete ClusterRegistration %s", o.ClusterName, o.ClusterName)
+			return nil, fmt.Errorf("the plane already has a registration for cluster %s that this token did not make; choose another --cluster, or ask the plane's administrator to delete ClusterRegistration %s", o.ClusterName, o.ClusterName)
 		}
 		klog.InfoS("Registration exists already (made by this token); waiting for approval", "cluster", o.ClusterName, "tokenID", token.ID)
 	default:
@@ -632,7 +632,7 @@ func (o *AgentOptions) loadIdentity() (*Identity, error) {
 		return nil, fmt.Errorf("%s: %w; delete it and %s to register again", o.CertFile(), err, o.KeyFile())
 	}
 	if cluster != o.ClusterName {
-		return nil, fmt.Errorf("the certificate in --state-dir %s is for cluster %s, not --cluster-name=%s; use another --state-dir, or the same name", o.StateDir, cluster, o.ClusterName)
+		return nil, fmt.Errorf("the certificate in --state-dir %s is for cluster %s, not --cluster=%s; use another --state-dir, or the same name", o.StateDir, cluster, o.ClusterName)
 	}
 	if time.Now().After(id.Leaf().NotAfter) {
 		klog.InfoS("The stored agent certificate has expired; registering again", "cluster", o.ClusterName, "notAfter", id.Leaf().NotAfter.UTC().Format(time.RFC3339))

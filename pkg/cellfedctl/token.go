@@ -155,7 +155,7 @@ func (tc *tokenCreateOptions) run(ctx context.Context) error {
 	if pk == "" {
 		pk = "<kubeconfig with the plane's address and CA: --agent-kubeconfig writes one>"
 	}
-	printf(out, "register a member cluster with it:\n  cellfed-agent --plane-kubeconfig=%s --bootstrap-token=<the token> --cluster=<name> --kubeconfig=<member kubeconfig> --state-dir=<dir>\n", pk)
+	printf(out, "register a member cluster with it (the token in a file only the agent reads):\n  cellfed-agent --cluster=<name> --hub-address=<tunnel hub host:port> --plane-kubeconfig=%s --bootstrap-token-file=<file> --kubeconfig=<member kubeconfig> --state-dir=<dir>\n", pk)
 	printf(out, "then approve it: %s registration approve <name>\n", tc.name)
 	return nil
 }

@@ -312,6 +312,13 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 	}
 
 	certPEM, err := o.waitCertificate(ctx, regs, csrPEM, func(err error) error { return o.bootstrapError(err, token, "waiting for approval") })
+	if errors.Is(err, errDenied) {
+		// Nothing is left behind in the member either.
+		if cerr := o.removeMemberAccess(context.WithoutCancel(ctx)); cerr != nil {
+			return nil, fmt.Errorf("%w; also: %v", err, cerr)
+		}
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +443,7 @@ func (o *AgentOptions) waitCertificate(ctx context.Context, regs dynamic.Resourc
 			}
 			switch phase {
 			case cellv1alpha1.RegistrationDenied, cellv1alpha1.RegistrationRevoked:
-				return nil, fmt.Errorf("the plane's administrator %s the registration of cluster %s (%s); nothing was set up in the plane. Ask them why; registering again needs a new bootstrap token after they delete ClusterRegistration %s",
+				return nil, fmt.Errorf("%w: the plane's administrator %s the registration of cluster %s (%s); nothing was set up in the plane. Ask them why; registering again needs a new bootstrap token after they delete ClusterRegistration %s", errDenied,
 					map[cellv1alpha1.RegistrationPhase]string{cellv1alpha1.RegistrationDenied: "denied", cellv1alpha1.RegistrationRevoked: "revoked"}[phase], o.ClusterName, decisionMessage(reg), o.ClusterName)
 			}
 			if len(reg.Status.Certificate) > 0 {
@@ -539,7 +546,37 @@ func Renew(ctx context.Context, o *AgentOptions, id *Identity) error {
 	}
 }
 
-var errRevoked = errors.New("registration revoked")
+var (
+	errRevoked = errors.New("registration revoked")
+	errDenied  = errors.New("registration refused")
+)
+
+// removeMemberAccess deletes the plane's ServiceAccount, ClusterRole and
+// ClusterRoleBinding the agent created in its cluster (after a denial);
+// the namespace stays.
+func (o *AgentOptions) removeMemberAccess(ctx context.Context) error {
+	member, err := kubernetes.NewForConfig(o.Member)
+	if err != nil {
+		return err
+	}
+	name := "cellfed-" + o.ClusterName
+	var errs []error
+	for what, del := range map[string]func() error{
+		"ClusterRoleBinding " + name: func() error { return member.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}) },
+		"ClusterRole " + name:        func() error { return member.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}) },
+		"ServiceAccount " + o.MemberNamespace + "/" + name: func() error {
+			return member.CoreV1().ServiceAccounts(o.MemberNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+		},
+	} {
+		if err := del(); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("could not delete %s in the member (delete it by hand): %w", what, err))
+		}
+	}
+	if len(errs) == 0 {
+		klog.InfoS("Removed the plane's access to this cluster after the registration was refused", "serviceAccount", o.MemberNamespace+"/"+name)
+	}
+	return errors.Join(errs...)
+}
 
 func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Identity) error {
 	regs, err := o.agentClient(base, id)

@@ -263,6 +263,13 @@ func TestRegistrationAPI(t *testing.T) {
 		t.Errorf("Secret edge-2-token is still there after deny: %v", err)
 	}
 	f.ctl.fails(t, "is Denied, which is final", "registration", "approve", "edge-2")
+	// The agent removed the plane's access from its cluster too.
+	if _, err := members[1].Client(t).CoreV1().ServiceAccounts("kube-federation-system").Get(ctx, "cellfed-edge-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ServiceAccount cellfed-edge-2 in the member after deny: %v, want NotFound", err)
+	}
+	if _, err := members[1].Client(t).RbacV1().ClusterRoleBindings().Get(ctx, "cellfed-edge-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding cellfed-edge-2 in the member after deny: %v, want NotFound", err)
+	}
 
 	// Auto-approve: acme's registrations are approved as they arrive; the
 	// policy can be turned off again.

@@ -260,9 +260,12 @@ func (h *Hub) Connected(cluster string) int {
 // were dropped.
 func (h *Hub) Disconnect(cluster string) int {
 	h.mu.Lock()
-	conns := h.agents[cluster]
+	conns := make([]*agentConn, 0, len(h.agents[cluster]))
+	for c := range h.agents[cluster] {
+		conns = append(conns, c)
+	}
 	h.mu.Unlock()
-	for c := range conns {
+	for _, c := range conns {
 		c.cancel(fmt.Errorf("agent for cluster %s disconnected by the hub", cluster))
 	}
 	if len(conns) > 0 {

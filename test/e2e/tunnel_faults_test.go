@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -85,6 +86,17 @@ spec:
 // nothing twice. The controller runs with the default probe settings.
 func TestTunnelPropagationAndFaults(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"proxyURL", "gRPC"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			tunnelPropagationAndFaults(t, mode == "gRPC")
+		})
+	}
+}
+
+// tunnelPropagationAndFaults runs the test with cellfed-controller using
+// the KubeFedCluster's proxyURL (CONNECT frontend), or the gRPC frontend.
+func tunnelPropagationAndFaults(t *testing.T, viaGRPC bool) {
 	ctx := context.Background()
 	plane, ports := startTunnelPlane(t)
 	directCh := make(chan *framework.Server, 1)
@@ -109,8 +121,16 @@ spec:
   placement: {clusters: [{name: edge-1}, {name: direct-1}]}
 `, "apply", "-f", "-")
 	// The defaults of cellfed-controller, not the framework's fast ones.
-	framework.StartController(t, plane, "--cluster-probe-period=2s", "--cluster-probe-timeout=3s",
-		"--cluster-failure-threshold=3", "--cluster-unready-probe-period=1s")
+	args := []string{"--cluster-probe-period=2s", "--cluster-probe-timeout=3s",
+		"--cluster-failure-threshold=3", "--cluster-unready-probe-period=1s"}
+	if viaGRPC {
+		// The proxyURL still names the cluster, but its credential is
+		// wrong: only the gRPC frontend can reach the member.
+		k.MustRun(t, "", "-n", framework.KubeFedNamespace, "patch", "kubefedcluster", "edge-1", "--type=merge", "-p",
+			fmt.Sprintf(`{"spec":{"proxyURL":"http://edge-1:not-the-credential@127.0.0.1:%d"}}`, ports.ConnectPort))
+		args = append(args, "--tunnel-grpc-address=127.0.0.1:"+strconv.Itoa(ports.GRPCPort), "--tunnel-server-name=localhost")
+	}
+	framework.StartController(t, plane, args...)
 	framework.WaitKubeFedClustersReady(t, plane, "edge-1", "direct-1")
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(t))
 
@@ -223,5 +243,44 @@ func waitDeployments(t *testing.T, m *framework.Server, want []string) {
 		var err error
 		got, err = deploymentsIn(ctx, freshClient(t, m))
 		return slices.Equal(got, want), fmt.Errorf("has %v (%v)", got, err)
+	})
+}
+
+// TestTunnelUpstreamKubeFed: unmodified KubeFed v0.10.0 releases to a
+// member it can reach only through the tunnel, using nothing but the
+// KubeFedCluster's spec.proxyURL (the CONNECT frontend).
+func TestTunnelUpstreamKubeFed(t *testing.T) {
+	t.Parallel()
+	framework.KubeFedBinary(t) // fail before starting servers if it is not built
+	plane, ports := startTunnelPlane(t)
+	edge := startTunnelledMember(t, plane, ports, "edge-1")
+	framework.JoinMember(t, plane, edge.member, "edge-1")
+	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+	k.MustRun(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedNamespace
+metadata: {name: shop, namespace: shop}
+spec:
+  placement: {clusters: [{name: edge-1}]}
+---
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedConfigMap
+metadata: {name: settings, namespace: shop}
+spec:
+  template: {data: {color: blue}}
+  placement: {clusters: [{name: edge-1}]}
+`, "apply", "-f", "-")
+	framework.StartKubeFed(t, plane, framework.KubeFedOptions{})
+	framework.WaitKubeFedClustersReady(t, plane, "edge-1")
+	waitFor(t, "config map shop/settings in edge-1, released by KubeFed", func(ctx context.Context) (bool, error) {
+		cm, err := freshClient(t, edge.member).CoreV1().ConfigMaps("shop").Get(ctx, "settings", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return cm.Data["color"] == "blue" && cm.Labels["kubefed.io/managed"] == "true", fmt.Errorf("has %v %v", cm.Data, cm.Labels)
 	})
 }

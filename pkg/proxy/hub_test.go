@@ -1,0 +1,263 @@
+package proxy
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/proxy/agent"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// testHub runs a hub on loopback with a fresh PKI.
+func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate) error) (*Hub, pki.Files) {
+	t.Helper()
+	f := pki.Files{Dir: t.TempDir()}
+	if err := pki.Ensure(f, pki.Options{AdminUser: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pki.EnsureAgentCA(f); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.AgentPort, o.GRPCPort, o.ConnectPort = freePort(t), freePort(t), freePort(t)
+	o.ServingCertFile, o.ServingKeyFile = f.ServingCert(), f.ServingKey()
+	o.AgentCAFile, o.ClientCAFile = f.AgentCACert(), f.CACert()
+	o.ConnectSecretFile = filepath.Join(f.Dir, "tunnel-connect.secret")
+	o.Admit = admit
+	h, err := New(*o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := h.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("hub: %v", err)
+		}
+	})
+	return h, f
+}
+
+// writeAgentCert signs a new agent certificate for cluster into dir
+// (a.crt, a.key), replacing what is there.
+func writeAgentCert(t *testing.T, f pki.Files, cluster, dir string) (certFile, keyFile string) {
+	t.Helper()
+	keyPEM, csrPEM, err := pki.NewAgentKeyAndCSR(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := pki.SignAgentCSR(f, csrPEM, cluster, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "a.crt"), filepath.Join(dir, "a.key")
+	// Key first, then certificate: a reader between the two sees a
+	// mismatched pair and keeps the previous one.
+	for _, w := range []struct {
+		path string
+		data []byte
+	}{{keyFile, keyPEM}, {certFile, certPEM}} {
+		tmp := w.path + ".tmp"
+		if err := os.WriteFile(tmp, w.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, w.path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
+}
+
+// testAgent runs an in-process agent for cluster, serving target, with
+// its certificate in a new directory it returns.
+func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) string {
+	t.Helper()
+	dir := t.TempDir()
+	o := agent.NewOptions()
+	o.Cluster, o.Target = cluster, target
+	o.HubAddress, o.HubServerName, o.HubCAFile = h.AgentAddr().String(), "localhost", f.CACert()
+	o.CertFile, o.KeyFile = writeAgentCert(t, f, cluster, dir)
+	a, err := agent.New(*o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return dir
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// getVia GETs the member (target) through the hub's CONNECT frontend as
+// cluster, on a fresh connection.
+func getVia(t *testing.T, h *Hub, srv *httptest.Server, cluster string) (string, error) {
+	t.Helper()
+	pu, err := h.ConnectURL(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(pu)
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyURL(u)
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	defer tr.CloseIdleConnections()
+	// The member's "real" endpoint: unreachable directly (port 1), but its
+	// certificate names 127.0.0.1.
+	resp, err := c.Get("https://127.0.0.1:1/hello")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// TestHubAdmitAndDisconnect: Admit refuses an agent; Disconnect drops a
+// connected one at once, and with Admit refusing it stays away.
+func TestHubAdmitAndDisconnect(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "member") }))
+	defer srv.Close()
+	var revoked sync.Map
+	var admits atomic.Int32
+	h, f := testHub(t, func(_ context.Context, cluster string, cert *x509.Certificate) error {
+		admits.Add(1)
+		if c, err := pki.ClusterFromAgentCert(cert); err != nil || c != cluster {
+			return fmt.Errorf("Admit got cluster %q for a certificate of %q (%v)", cluster, c, err)
+		}
+		if _, ok := revoked.Load(cluster); ok {
+			return errors.New("registration revoked")
+		}
+		return nil
+	})
+	target := strings.TrimPrefix(srv.URL, "https://")
+	revoked.Store("beta", true)
+	testAgent(t, h, f, "alpha", target)
+	testAgent(t, h, f, "beta", target)
+
+	poll(t, "alpha's agent", func() bool { return h.Connected("alpha") == 1 })
+	if body, err := getVia(t, h, srv, "alpha"); err != nil || body != "member" {
+		t.Fatalf("through alpha's tunnel: %q, %v", body, err)
+	}
+	before := admits.Load()
+	poll(t, "beta's agent to retry", func() bool { return admits.Load() >= before+2 })
+	if n := h.Connected("beta"); n != 0 {
+		t.Fatalf("revoked beta has %d agents", n)
+	}
+	if _, err := getVia(t, h, srv, "beta"); err == nil || !strings.Contains(err.Error(), "no agent connected for cluster beta") {
+		t.Fatalf("through revoked beta: %v", err)
+	}
+
+	revoked.Store("alpha", true)
+	if n := h.Disconnect("alpha"); n != 1 {
+		t.Fatalf("Disconnect dropped %d agents, want 1", n)
+	}
+	poll(t, "alpha's agent to go", func() bool { return h.Connected("alpha") == 0 })
+	before = admits.Load()
+	poll(t, "alpha's agent to retry", func() bool { return admits.Load() >= before+1 })
+	if _, err := getVia(t, h, srv, "alpha"); err == nil || !strings.Contains(err.Error(), "no agent connected for cluster alpha") {
+		t.Fatalf("through alpha after revocation: %v", err)
+	}
+	revoked.Delete("alpha")
+	poll(t, "alpha's agent to return", func() bool { return h.Connected("alpha") == 1 })
+	if body, err := getVia(t, h, srv, "alpha"); err != nil || body != "member" {
+		t.Fatalf("through alpha after readmission: %q, %v", body, err)
+	}
+}
+
+// TestDialerCloseDoesNotBlock: closing a gRPC tunnel connection returns at
+// once even when the agent end is gone.
+func TestDialerCloseDoesNotBlock(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	h, f := testHub(t, nil)
+	testAgent(t, h, f, "alpha", strings.TrimPrefix(srv.URL, "https://"))
+	poll(t, "alpha's agent", func() bool { return h.Connected("alpha") == 1 })
+	o := NewDialerOptions()
+	o.Address, o.ServerName = h.GRPCAddr().String(), "localhost"
+	o.CAFile, o.CertFile, o.KeyFile = f.CACert(), f.AdminCert(), f.AdminKey()
+	d, err := NewDialer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go d.Close() }()
+	c, err := d.DialCluster(context.Background(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Disconnect("alpha")
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("Close took %s", d)
+	}
+}
+
+// TestAgentPicksUpRenewedCertificate: after its certificate files are
+// replaced, the agent's next connection presents the new certificate.
+func TestAgentPicksUpRenewedCertificate(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var mu sync.Mutex
+	var serials []string
+	h, f := testHub(t, func(_ context.Context, _ string, cert *x509.Certificate) error {
+		mu.Lock()
+		defer mu.Unlock()
+		serials = append(serials, cert.SerialNumber.String())
+		return nil
+	})
+	dir := testAgent(t, h, f, "alpha", strings.TrimPrefix(srv.URL, "https://"))
+	poll(t, "alpha's agent", func() bool { return h.Connected("alpha") == 1 })
+	mu.Lock()
+	first := serials[len(serials)-1]
+	mu.Unlock()
+	writeAgentCert(t, f, "alpha", dir)
+	h.Disconnect("alpha")
+	poll(t, "alpha's agent with a new certificate", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return h.Connected("alpha") == 1 && serials[len(serials)-1] != first
+	})
+}

@@ -200,7 +200,11 @@ func TestRegistrationAPI(t *testing.T) {
 	}
 	// Approval: without a tunnel hub in this plane it cannot finish, but
 	// the certificate is signed (Ready says why no cluster was made).
-	f.ctl.run(t, "registration", "approve", "edge-1", "--wait=10s")
+	// The failure is recorded in the Ready condition, and approve says it.
+	f.ctl.fails(t, "registration edge-1 is Failed: this plane runs no tunnel hub", "registration", "approve", "edge-1", "--wait=10s")
+	if list := f.ctl.ok(t, "registration", "list"); !strings.Contains(list, "Failed") || !strings.Contains(list, "this plane runs no tunnel hub") {
+		t.Errorf("registration list after a failed approval:\n%s", list)
+	}
 	var r1 bootstrapResult
 	select {
 	case r1 = <-res1:

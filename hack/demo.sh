@@ -86,7 +86,9 @@ for i in 1 2 3; do
 		"$BIN/member-apiserver" --data-dir="$DEMO/member-$i" --secure-port="$port" --v=0
 done
 log "Starting the plane on 127.0.0.1:$plane_port and members on ports ${member_ports[*]}..."
-start_plane "$DEMO/plane" "$DEMO/logs" --secure-port="$plane_port" --bind-address=127.0.0.1
+# The demo joins members directly: no tunnel hub, so its fixed ports never
+# collide with another plane on this machine.
+start_plane "$DEMO/plane" "$DEMO/logs" --secure-port="$plane_port" --bind-address=127.0.0.1 --tunnel-agent-port=0
 log "Plane ready after $((SECONDS - start))s. Starting cellfed-controller..."
 start_controller "$KUBECONFIG" "127.0.0.1:$health_port" "$DEMO/logs/cellfed-controller.log"
 for i in 1 2 3; do

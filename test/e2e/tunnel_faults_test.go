@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -169,6 +170,22 @@ spec:
 			t.Logf("%s: edge-1 Offline after %s", f.name, offline.Round(100*time.Millisecond))
 			if offline > 20*time.Second {
 				t.Errorf("%s: Offline after %s, want ≤ 20s", f.name, offline)
+			}
+			if f.name == "silent drop" {
+				// The hub notices the dead agent by its keepalives alone.
+				planeKube := plane.Client(t)
+				err := framework.Poll(ctx, 200*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+					body, err := planeKube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+					return strings.Contains(string(body), `cellfed_tunnel_agents{cluster="edge-1"} 0`), err
+				})
+				if err != nil {
+					t.Fatalf("the hub still counts edge-1's agent: %v", err)
+				}
+				dropped := time.Since(start)
+				t.Logf("%s: the hub dropped edge-1's dead agent after %s", f.name, dropped.Round(100*time.Millisecond))
+				if dropped > 21*time.Second { // keepalive 10 s + timeout 10 s, polled
+					t.Errorf("the hub dropped the dead agent after %s, want ≤ 20s", dropped)
+				}
 			}
 			// Meanwhile the other member is released to as usual.
 			image := fmt.Sprintf("nginx:1.%d", 28+i)

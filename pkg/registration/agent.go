@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -281,7 +282,21 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := o.memberSpec(ctx, csrPEM)
+	// The local API server may not answer yet (the agent starts with it):
+	// transient errors are retried, permission errors are not.
+	var spec *cellv1alpha1.ClusterRegistrationSpec
+	err = wait.PollUntilContextCancel(ctx, o.RetryInterval, true, func(ctx context.Context) (bool, error) {
+		s, err := o.memberSpec(ctx, csrPEM)
+		switch {
+		case err == nil:
+			spec = s
+			return true, nil
+		case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), errors.Is(err, errMemberConfig):
+			return false, err
+		}
+		klog.ErrorS(err, "Preparing the plane's access to this cluster; retrying", "cluster", o.ClusterName, "after", o.RetryInterval)
+		return false, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -354,20 +369,20 @@ func (o *AgentOptions) bootstrapError(err error, token Token, doing string) erro
 // a token for it, and what the registration reports.
 func (o *AgentOptions) memberSpec(ctx context.Context, csrPEM []byte) (*cellv1alpha1.ClusterRegistrationSpec, error) {
 	if o.Member == nil {
-		return nil, errors.New("no access to the member cluster: pass --kubeconfig (or run in-cluster)")
+		return nil, fmt.Errorf("%w: no access to the member cluster: pass --kubeconfig (or run in-cluster)", errMemberConfig)
 	}
 	if o.Member.Insecure {
-		return nil, errors.New("the member kubeconfig skips TLS verification, so there is no CA to give the plane; set its certificate-authority")
+		return nil, fmt.Errorf("%w: the member kubeconfig skips TLS verification, so there is no CA to give the plane; set its certificate-authority", errMemberConfig)
 	}
 	ca := o.Member.CAData
 	if len(ca) == 0 && o.Member.CAFile != "" {
 		var err error
 		if ca, err = os.ReadFile(o.Member.CAFile); err != nil {
-			return nil, fmt.Errorf("reading the member's CA %s: %w", o.Member.CAFile, err)
+			return nil, fmt.Errorf("%w: reading the member's CA %s: %v", errMemberConfig, o.Member.CAFile, err)
 		}
 	}
 	if len(ca) == 0 {
-		return nil, errors.New("the member kubeconfig names no CA for its API server; set its certificate-authority (the plane pins it)")
+		return nil, fmt.Errorf("%w: the member kubeconfig names no CA for its API server; set its certificate-authority (the plane pins it)", errMemberConfig)
 	}
 	endpoint := o.MemberEndpoint
 	if endpoint == "" {
@@ -384,7 +399,10 @@ func (o *AgentOptions) memberSpec(ctx context.Context, csrPEM []byte) (*cellv1al
 		Where:          " in the member cluster",
 	}
 	wrap := func(err error, doing string) error {
-		return fmt.Errorf("%s: %w; the agent's --kubeconfig needs admin rights in the member", doing, err)
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("%s: %w; the agent's --kubeconfig needs admin rights in the member (it grants the plane every verb on every resource)", doing, err)
+		}
+		return fmt.Errorf("%s: %w", doing, err)
 	}
 	if _, _, err := memberaccess.Ensure(ctx, member, g, func(string, func(context.Context) error) {}, wrap); err != nil {
 		return nil, err
@@ -547,8 +565,9 @@ func Renew(ctx context.Context, o *AgentOptions, id *Identity) error {
 }
 
 var (
-	errRevoked = errors.New("registration revoked")
-	errDenied  = errors.New("registration refused")
+	errMemberConfig = errors.New("member configuration")
+	errRevoked      = errors.New("registration revoked")
+	errDenied       = errors.New("registration refused")
 )
 
 // removeMemberAccess deletes the plane's ServiceAccount, ClusterRole and

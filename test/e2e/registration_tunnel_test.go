@@ -203,17 +203,12 @@ spec:
 		t.Errorf("agent log does not report the renewal:\n%s", agent.Tail(20))
 	}
 
-	// Upstream KubeFed through spec.proxyURL: the cell goes (KubeFed would
-	// see the member twice, through the physical and the per-cell
-	// cluster), cellfed-controller stops, KubeFed places a deployment on
-	// the tunnelled cluster.
-	f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop")
-	waitFor(t, "per-cell cluster shop.rz00a to go", func(ctx context.Context) (bool, error) {
-		_, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, "shop.rz00a", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	ctrl.Stop(5 * time.Second)
-	framework.StartKubeFed(t, f.plane, framework.KubeFedOptions{})
+	// Upstream KubeFed through spec.proxyURL. First the namespace is placed
+	// on the physical cluster (so no controller removes it from the
+	// member: a bare kube-apiserver never finishes deleting a namespace),
+	// then the cell goes (KubeFed would see the member twice, through the
+	// physical and the per-cell cluster), cellfed-controller stops, and
+	// KubeFed places a deployment on the tunnelled cluster.
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedNamespace
@@ -221,9 +216,17 @@ metadata: {name: shop, namespace: shop}
 spec:
   placement: {clusters: [{name: edge-1}]}
 `, "apply", "-f", "-")
-	// As in TestUpstreamKubeFed: the namespace first, seen propagated by
-	// KubeFed, then the workload.
 	waitTopologyStatus(t, k, "federatednamespaces.v1beta2.types.kubefed.io", "shop", []string{"edge-1"})
+	f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop")
+	waitFor(t, "per-cell cluster shop.rz00a to go", func(ctx context.Context) (bool, error) {
+		_, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, "shop.rz00a", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	ctrl.Stop(5 * time.Second)
+	if nsObj, err := memberClient.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{}); err != nil || nsObj.DeletionTimestamp != nil {
+		t.Fatalf("namespace shop in the member before KubeFed starts: %v (deleting: %v)", err, err == nil && nsObj.DeletionTimestamp != nil)
+	}
+	framework.StartKubeFed(t, f.plane, framework.KubeFedOptions{})
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedDeployment
@@ -248,7 +251,8 @@ spec:
 	}); err != nil {
 		fd, _ := k.Run(ctx, "", "-n", "shop", "get", fdV1beta1, "api", "-o", "yaml")
 		fns, _ := k.Run(ctx, "", "-n", "shop", "get", "federatednamespaces.v1beta1.types.kubefed.io", "shop", "-o", "yaml")
-		t.Fatalf("deployment shop/api from upstream KubeFed in the tunnelled member: %v\nFederatedDeployment:\n%s\nFederatedNamespace:\n%s", err, fd, fns)
+		events, _ := k.Run(ctx, "", "-n", "shop", "get", "events", "-o", "custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message")
+		t.Fatalf("deployment shop/api from upstream KubeFed in the tunnelled member: %v\nFederatedDeployment:\n%s\nFederatedNamespace:\n%s\nevents:\n%s", err, fd, fns, events)
 	}
 	stopLoop()
 	<-loopDone

@@ -199,9 +199,9 @@ spec:
 		t.Errorf("%d of %d requests through the tunnel failed around the renewal; last: %v", n, gets.Load(), lastFailure.Load())
 	}
 	t.Logf("renewal: %d requests through the tunnel, %d failed", gets.Load(), failures.Load())
-	if !strings.Contains(agent.Log(), "Renewed the agent certificate") {
-		t.Errorf("agent log does not report the renewal:\n%s", agent.Tail(20))
-	}
+	waitFor(t, "the agent to log the renewal", func(context.Context) (bool, error) {
+		return strings.Contains(agent.Log(), "Renewed the agent certificate"), nil
+	})
 
 	// Upstream KubeFed through spec.proxyURL. First the namespace is placed
 	// on the physical cluster (so no controller removes it from the

@@ -229,16 +229,17 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 	return agg, nil
 }
 
-// startTunnelHub creates the agent CA and starts the embedded tunnel hub;
-// nil when --tunnel-agent-port is 0. Validate has set its files.
+// startTunnelHub creates the agent CA (also when the hub runs apart, as
+// cellfed-proxy: the plane signs agent certificates) and starts the
+// embedded tunnel hub; nil when --tunnel-agent-port is 0.
 func startTunnelHub(ctx context.Context, o *Options) (*proxy.Hub, error) {
+	if _, _, err := pki.EnsureAgentCA(o.PKIFiles()); err != nil {
+		return nil, err
+	}
 	if !o.Tunnel.Enabled() {
 		return nil, nil
 	}
 	o.completeTunnelFiles() // the data dir is absolute now
-	if _, _, err := pki.EnsureAgentCA(o.PKIFiles()); err != nil {
-		return nil, err
-	}
 	hub, err := proxy.New(*o.Tunnel)
 	if err != nil {
 		return nil, err

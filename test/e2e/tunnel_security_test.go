@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	clientproto "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/proto/client"
 	agentproto "sigs.k8s.io/apiserver-network-proxy/proto/agent"
 
@@ -83,11 +84,9 @@ func TestTunnelImpersonation(t *testing.T) {
 	mallCert, mallKey := framework.IssueAgentCert(t, plane, "mallory", time.Hour)
 	alphaClient := alpha.member.Client(t)
 
-	// A watch on alpha through its tunnel, open during the whole test.
-	w, err := alphaClient.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A watch on alpha through its tunnel, open during the whole test,
+	// shown to deliver before anything else happens.
+	w := workingWatch(t, alphaClient)
 	defer w.Stop()
 
 	refused := []struct {
@@ -164,19 +163,8 @@ func TestTunnelImpersonation(t *testing.T) {
 		if _, err := alphaClient.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("alpha after mallory's forged packets: %v", err)
 		}
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					t.Fatal("alpha's watch ended after mallory's forged packets")
-				}
-				if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && ev.Type == watch.Added && cm.Name == name {
-					return
-				}
-			case <-deadline:
-				t.Fatal("alpha's watch did not deliver the new config map within 10s")
-			}
+		if err := awaitAdded(w, name, 10*time.Second); err != nil {
+			t.Fatalf("alpha's watch after mallory's forged packets: %v", err)
 		}
 	})
 
@@ -194,4 +182,53 @@ func TestTunnelImpersonation(t *testing.T) {
 			t.Logf("answered by something with another certificate: %v", err)
 		}
 	})
+}
+
+// awaitAdded waits for the ADDED event of config map name on w.
+func awaitAdded(w watch.Interface, name string, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	var seen []string
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("the watch ended; it delivered %v", seen)
+			}
+			if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && ev.Type == watch.Added && cm.Name == name {
+				return nil
+			}
+			seen = append(seen, fmt.Sprintf("%s %v", ev.Type, ev.Object))
+		case <-deadline:
+			return fmt.Errorf("no ADDED %s within %s; it delivered %v", name, timeout, seen)
+		}
+	}
+}
+
+// workingWatch opens a config map watch on c that has delivered an event.
+// A member that just started may refuse its first watches while its watch
+// cache catches up ("Too large resource version"): those are retried.
+func workingWatch(t *testing.T, c kubernetes.Interface) watch.Interface {
+	t.Helper()
+	ctx := context.Background()
+	var w watch.Interface
+	err := framework.Poll(ctx, 100*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		if w, err = c.CoreV1().ConfigMaps("default").Watch(context.Background(), metav1.ListOptions{}); err != nil {
+			return false, err
+		}
+		name := fmt.Sprintf("watch-check-%d", time.Now().UnixNano())
+		if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			w.Stop()
+			return false, err
+		}
+		if err := awaitAdded(w, name, 5*time.Second); err != nil {
+			w.Stop()
+			return false, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("no working watch on alpha: %v", err)
+	}
+	return w
 }

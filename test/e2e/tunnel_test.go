@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -217,4 +218,41 @@ func kubernetesFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestTunnelStandaloneProxy: cellfed-proxy, the hub apart from the plane,
+// with the plane's serving certificate, agent CA and CA, serves an agent
+// and the CONNECT frontend like the embedded hub.
+func TestTunnelStandaloneProxy(t *testing.T) {
+	t.Parallel()
+	plane := framework.StartPlane(t, framework.PlaneOptions{}) // its own hub disabled
+	member := framework.StartMember(t, "solo")
+	secret := filepath.Join(t.TempDir(), "connect.secret")
+	ports := framework.TunnelPorts{AgentBind: "127.0.0.1", AgentPort: framework.FreePort(t), GRPCPort: framework.FreePort(t), ConnectPort: framework.FreePort(t)}
+	f := plane.PKI()
+	framework.StartProcess(t, "cellfed-proxy", filepath.Join(t.TempDir(), "proxy.log"), framework.Binary(t, "cellfed-proxy"),
+		"--tls-cert-file="+f.ServingCert(), "--tls-private-key-file="+f.ServingKey(),
+		"--agent-ca-file="+f.AgentCACert(), "--client-ca-file="+f.CACert(), "--connect-secret-file="+secret,
+		"--tunnel-agent-port="+strconv.Itoa(ports.AgentPort), "--tunnel-grpc-port="+strconv.Itoa(ports.GRPCPort),
+		"--tunnel-connect-port="+strconv.Itoa(ports.ConnectPort), "--v=2")
+	cert, key := framework.IssueAgentCert(t, plane, "solo", time.Hour)
+	framework.StartAgent(t, plane, ports, framework.AgentOptions{Cluster: "solo", CertFile: cert, KeyFile: key, Kubeconfig: member.Kubeconfig})
+	var raw []byte
+	if err := framework.Poll(context.Background(), 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+		var err error
+		raw, err = os.ReadFile(secret)
+		return err == nil && len(raw) > 0, err
+	}); err != nil {
+		t.Fatalf("cellfed-proxy wrote no CONNECT secret: %v", err)
+	}
+	tunnelled := *member
+	tunnelled.ProxyURL = proxy.ConnectProxyURL(raw, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort)), "solo")
+	tunnelled.Endpoint = "https://localhost:1"
+	if err := tunnelled.WaitReady(context.Background()); err != nil {
+		t.Fatalf("member through cellfed-proxy: %v", err)
+	}
+	d := tunnelDialer(t, plane, ports)
+	if _, err := kubernetes.NewForConfigOrDie(memberConfigVia(t, member, d.DialFunc("solo"))).Discovery().ServerVersion(); err != nil {
+		t.Fatalf("member through cellfed-proxy's gRPC frontend: %v", err)
+	}
 }

@@ -1,0 +1,48 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	valid := func() *Options {
+		o := NewOptions()
+		o.ServingCertFile, o.ServingKeyFile, o.AgentCAFile, o.ClientCAFile, o.ConnectSecretFile = "s.crt", "s.key", "a.crt", "c.crt", "secret"
+		return o
+	}
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string // "" = valid
+	}{
+		{"defaults with files", func(*Options) {}, ""},
+		{"hub disabled needs no files", func(o *Options) { *o = *NewOptions(); o.AgentPort = 0 }, ""},
+		{"only the gRPC frontend", func(o *Options) { o.ConnectPort = 0 }, ""},
+		{"no frontend", func(o *Options) { o.ConnectPort, o.GRPCPort = 0, 0 }, "needs a client frontend"},
+		{"port out of range", func(o *Options) { o.ConnectPort = 70000 }, "out of range"},
+		{"bind address not an IP", func(o *Options) { o.AgentBindAddress = "hub.example" }, "not an IP address"},
+		{"keepalive too short", func(o *Options) { o.KeepaliveTime = 0 }, "at least 1s"},
+		{"no dial timeout", func(o *Options) { o.DialTimeout = 0 }, "dial-timeout"},
+		{"no agent CA", func(o *Options) { o.AgentCAFile = "" }, "no agent CA file"},
+		{"no secret", func(o *Options) { o.ConnectSecretFile = "" }, "no CONNECT secret file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.mutate(o)
+			errs := o.Validate()
+			var joined []string
+			for _, e := range errs {
+				joined = append(joined, e.Error())
+			}
+			got := strings.Join(joined, "; ")
+			switch {
+			case tt.wantErr == "" && len(errs) > 0:
+				t.Fatalf("refused: %s", got)
+			case tt.wantErr != "" && !strings.Contains(got, tt.wantErr):
+				t.Fatalf("got %q, want an error containing %q", got, tt.wantErr)
+			}
+		})
+	}
+}

@@ -112,7 +112,7 @@ log "Starting the plane on 127.0.0.1:$plane_port and members on ports ${member_p
 # collide with another plane on this machine.
 start_plane "$DEMO/plane" "$DEMO/logs" --secure-port="$plane_port" --bind-address=127.0.0.1 --tunnel-agent-port=0
 log "Plane ready after $((SECONDS - start))s. Starting cellfed-controller..."
-# Members are probed every 2 s (default 10 s, 3 failures) so the outage in
+# Members are probed every 2 s with one failure enough (default: 3 failures) so the outage in
 # step 4 shows at once.
 start_controller "$KUBECONFIG" "127.0.0.1:$health_port" "$DEMO/logs/cellfed-controller.log" \
 	--cluster-probe-period=2s --cluster-probe-timeout=2s --cluster-failure-threshold=1

@@ -29,6 +29,7 @@ export GOWORK=off
 # from the same packages (KubeFed's FederatedServiceStatus) is dropped.
 crds=(
 	core.cellfed.io_cells.yaml
+	core.cellfed.io_clusterregistrations.yaml
 	core.cellfed.io_templaterevisions.yaml
 	core.kubefed.io_clusterpropagatedversions.yaml
 	core.kubefed.io_federatedtypeconfigs.yaml

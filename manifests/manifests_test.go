@@ -48,6 +48,17 @@ var want = []struct {
 		status: true,
 	},
 	{
+		name: "clusterregistrations.core.cellfed.io", group: "core.cellfed.io", kind: "ClusterRegistration",
+		scope: apiextensionsv1.ClusterScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
+		status: true, shortNames: []string{"creg"},
+		columns: []column{
+			{"Tenant", "string", ".spec.tenant"},
+			{"Phase", "string", ".status.phase"},
+			{"Cert-Expiry", "date", ".status.certificateExpiry"},
+			{"Age", "date", ".metadata.creationTimestamp"},
+		},
+	},
+	{
 		name: "federatedtypeconfigs.core.kubefed.io", group: "core.kubefed.io", kind: "FederatedTypeConfig",
 		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1beta1"}, storage: "v1beta1",
 		status: true, shortNames: []string{"ftc"},

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/component-base/version/verflag"
 
 	"github.com/cellfed/cellfed/pkg/proxy/agent"
+	"github.com/cellfed/cellfed/pkg/registration"
 	_ "github.com/cellfed/cellfed/pkg/version"
 )
 
@@ -27,6 +29,7 @@ func main() {
 
 func newCommand() *cobra.Command {
 	o := agent.NewOptions()
+	reg := registration.NewAgentOptions()
 	cmd := &cobra.Command{
 		Use:          "cellfed-agent",
 		Short:        "Open a reverse tunnel from a member cluster to the cellfed tunnel hub",
@@ -35,16 +38,62 @@ func newCommand() *cobra.Command {
 			verflag.PrintAndExitIfRequested()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			renewed, err := selfRegister(ctx, o, reg)
+			if err != nil {
+				return err
+			}
 			a, err := agent.New(*o)
 			if err != nil {
 				return err
 			}
-			return a.Run(ctx)
+			if renewed == nil {
+				return a.Run(ctx)
+			}
+			// A revoked registration stops renewal and the agent with it.
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			go func() { cancel(renewed(ctx)) }()
+			err = a.Run(ctx)
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				return cause
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()
 	o.AddFlags(fs)
+	reg.AddFlags(fs)
 	verflag.AddFlags(fs)
 	logs.AddFlags(fs)
 	return cmd
+}
+
+// selfRegister, with --plane-kubeconfig, registers the cluster (or loads
+// the certificate kept in --state-dir) and hands the identity to the
+// tunnel; it returns the renewal loop. Without it the agent uses
+// --cert-file/--key-file.
+func selfRegister(ctx context.Context, o *agent.Options, reg *registration.AgentOptions) (func(context.Context) error, error) {
+	if !reg.Enabled() {
+		return nil, nil
+	}
+	if o.CertFile != "" || o.KeyFile != "" {
+		return nil, errors.New("--plane-kubeconfig (self-registration) and --cert-file/--key-file exclude each other; registration keeps the certificate in --state-dir")
+	}
+	reg.ClusterName = o.Cluster
+	member, err := o.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	reg.Member = member
+	id, err := registration.Bootstrap(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	o.GetClientCertificate = id.GetClientCertificate
+	if o.HubCAFile == "" {
+		if o.HubCAFile, err = reg.PlaneCAFile(); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context) error { return registration.Renew(ctx, reg, id) }, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -34,6 +35,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/pkg/registration/approval"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -66,6 +68,16 @@ type Options struct {
 	FederationNamespace string
 	// DefaultFederatedTypes are enabled on the plane's first start.
 	DefaultFederatedTypes []string
+	// Registration configures the controller that approves agents'
+	// ClusterRegistrations and signs their certificates.
+	Registration approval.Options
+
+	// tunnel and registrationAccess connect the registration controller to
+	// the tunnel hub: disconnecting revoked agents, and the apiEndpoint and
+	// proxyURL of tunnelled KubeFedClusters. Without a hub, approved
+	// registrations report that they cannot be reached.
+	tunnel             approval.Tunnel
+	registrationAccess approval.Access
 
 	// Tunnel is the embedded tunnel hub (agents of members behind NAT);
 	// its certificate, CA and secret files come from the data dir.
@@ -90,6 +102,13 @@ func NewOptions() *Options {
 	crdConversion := &cellfedadmission.CRDConversion{}
 	cellfedadmission.RegisterCRDs(cp.Admission.GenericAdmission.Plugins, crdConversion)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.CRDPluginName)
+	cellfedadmission.RegisterRegistration(cp.Admission.GenericAdmission.Plugins)
+	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.RegistrationPluginName)
+	// Agents register with Kubernetes bootstrap tokens (Secrets of type
+	// bootstrap.kubernetes.io/token in kube-system; the authenticator
+	// enforces their expiry). RBAC lets them create ClusterRegistrations
+	// and nothing else.
+	cp.Authentication.BootstrapToken.Enable = true
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = newTokenGetter
 	cp.Authentication.ServiceAccounts.Issuers = []string{"https://cellfed-apiserver"}
 	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
@@ -105,6 +124,7 @@ func NewOptions() *Options {
 		ControllerWorkers:      5,
 		FederationNamespace:    federatedtypes.DefaultNamespace,
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
+		Registration:           approval.NewOptions(),
 		Tunnel:                 proxy.NewOptions(),
 		admission:              shared,
 		crdConversion:          crdConversion,
@@ -122,6 +142,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.BoolVar(&o.ControllersLeaderElect, "controllers-leader-elect", o.ControllersLeaderElect, "Run the core controllers only while holding the kube-system/cellfed-core-controllers Lease.")
 	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
+	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
 	o.Tunnel.AddFlags(fss.FlagSet("tunnel"))
 }
@@ -143,6 +164,9 @@ func (o *Options) Validate() error {
 		if _, err := federatedtypes.LookupBuiltin(t); err != nil {
 			errs = append(errs, fmt.Errorf("--default-federated-types: %w", err))
 		}
+	}
+	if err := o.Registration.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.Storage.Validate()...)
 	o.completeTunnelFiles()
@@ -233,8 +257,20 @@ func (o *Options) completeFiles() error {
 		cp.SecureServing.ServerCert.CertKey.CertFile = files.ServingCert()
 		cp.SecureServing.ServerCert.CertKey.KeyFile = files.ServingKey()
 	}
+	if _, _, err := pki.EnsureAgentCA(files); err != nil {
+		return err
+	}
 	if cp.Authentication.ClientCert.ClientCA == "" {
-		cp.Authentication.ClientCert.ClientCA = files.CACert()
+		// Client certificates from the plane's CA (users) and from the
+		// agent CA: the agent CA signs only cellfed:agent:<cluster> in
+		// group cellfed:agents (pki.SignAgentCSR ignores the request's
+		// subject), which RBAC lets read and renew its own
+		// ClusterRegistration only.
+		bundle, err := writeClientCABundle(files)
+		if err != nil {
+			return err
+		}
+		cp.Authentication.ClientCert.ClientCA = bundle
 	}
 	if cp.ServiceAccountSigningKeyFile == "" {
 		cp.ServiceAccountSigningKeyFile = files.ServiceAccountKey()
@@ -280,4 +316,25 @@ func defaultOffAdmissionPlugins() sets.Set[string] {
 		mutatingadmissionpolicy.PluginName,
 	)
 	return sets.New(kubeoptions.AllOrderedPlugins...).Difference(on)
+}
+
+// writeClientCABundle writes the plane's CA and the agent CA into one
+// file in the PKI dir (rewritten on every start, so it follows the CAs).
+func writeClientCABundle(files pki.Files) (string, error) {
+	var bundle []byte
+	for _, f := range []string{files.CACert(), files.AgentCACert()} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("reading %s for the client-CA bundle: %w", f, err)
+		}
+		bundle = append(bundle, b...)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			bundle = append(bundle, '\n')
+		}
+	}
+	path := filepath.Join(files.Dir, "client-ca-bundle.crt")
+	if err := os.WriteFile(path, bundle, 0o644); err != nil {
+		return "", fmt.Errorf("writing the client-CA bundle %s: %w", path, err)
+	}
+	return path, nil
 }

@@ -118,7 +118,44 @@ func (p planeRoles) reconcile(ctx context.Context, client kubernetes.Interface) 
 			return err
 		}
 	}
+	if err := reconcileClusterRoleBinding(ctx, client, roles.BootstrapperBinding()); err != nil {
+		return err
+	}
 	return reconcileRoleBinding(ctx, client, roles.TypeReaderBinding(p.namespace))
+}
+
+// reconcileClusterRoleBinding makes the ClusterRoleBinding's role and
+// subjects want's.
+func reconcileClusterRoleBinding(ctx context.Context, client kubernetes.Interface, want *rbacv1.ClusterRoleBinding) error {
+	api := client.RbacV1().ClusterRoleBindings()
+	have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
+	if err == nil && have.RoleRef != want.RoleRef {
+		if err := api.Delete(ctx, want.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("replacing ClusterRoleBinding %s: %w", want.Name, err)
+		}
+		err = apierrors.NewNotFound(rbacv1.Resource("clusterrolebindings"), want.Name)
+	}
+	if apierrors.IsNotFound(err) {
+		if _, err := api.Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ClusterRoleBinding %s: %w", want.Name, err)
+		}
+		klog.InfoS("Created plane ClusterRoleBinding", "name", want.Name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading ClusterRoleBinding %s: %w", want.Name, err)
+	}
+	labels, labelsOK := withLabels(have.Labels, want.Labels)
+	if labelsOK && equality.Semantic.DeepEqual(have.Subjects, want.Subjects) {
+		return nil
+	}
+	have = have.DeepCopy()
+	have.Labels, have.Subjects = labels, want.Subjects
+	if _, err := api.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("putting back ClusterRoleBinding %s: %w", want.Name, err)
+	}
+	klog.InfoS("Put back plane ClusterRoleBinding changed by someone else", "name", want.Name)
+	return nil
 }
 
 // reconcileClusterRole makes the ClusterRole's rules exactly want's, its

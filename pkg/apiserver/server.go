@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
@@ -24,9 +26,11 @@ import (
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/pkg/registration/approval"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -53,11 +57,32 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
 
+	// The hub admits an agent only while its cluster's registration is
+	// approved; the registration controller answers once it runs.
+	var registrations atomic.Pointer[approval.Controller]
+	if o.Tunnel.Admit == nil {
+		o.Tunnel.Admit = func(ctx context.Context, cluster string, cert *x509.Certificate) error {
+			c := registrations.Load()
+			if c == nil {
+				return errors.New("the plane is still starting; retry in a moment")
+			}
+			return c.Admit(ctx, cluster, cert)
+		}
+	}
 	hub, err := startTunnelHub(ctx, o)
 	if err != nil {
 		return err
 	}
-	_ = hub // registration (Admit, Disconnect, ConnectURL) builds on it
+	if hub != nil {
+		o.tunnel = hub
+		o.registrationAccess = func(reg *cellv1alpha1.ClusterRegistration) (string, string, error) {
+			proxyURL, err := hub.ConnectURL(reg.Name)
+			if err != nil {
+				return "", "", fmt.Errorf("%w; upstream KubeFed reaches tunnelled clusters only through it: start the plane with --tunnel-connect-port", err)
+			}
+			return reg.Spec.APIEndpoint, proxyURL, nil
+		}
+	}
 
 	o.admission.FederationNamespace = o.FederationNamespace
 	completed, err := o.ControlPlane.Complete(ctx, nil, nil)
@@ -97,6 +122,12 @@ func Run(ctx context.Context, o *Options) error {
 	// core controllers.
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-roles", planeRoles{namespace: o.FederationNamespace}.start); err != nil {
 		return fmt.Errorf("adding roles hook: %w", err)
+	}
+	regOpts := o.Registration
+	regOpts.FederationNamespace = o.FederationNamespace
+	reg := registrationHook{opts: regOpts, files: o.PKIFiles(), tunnel: o.tunnel, access: o.registrationAccess, started: registrations.Store}
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-registrations", reg.start); err != nil {
+		return fmt.Errorf("adding registration hook: %w", err)
 	}
 	if o.Controllers {
 		hook := coreControllers{

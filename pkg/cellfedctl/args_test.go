@@ -123,6 +123,20 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"cell", "delete"}, "takes at least one cell name"},
 		{[]string{"cell", "delete", "Bad.Name"}, "is not a cell name"},
 		{[]string{"version", "--clinet"}, "unknown flag: --clinet"},
+		{[]string{"token", "create"}, "--tenant: a tenant is required"},
+		{[]string{"token", "create", "--tenant=a b"}, `--tenant: "a b" is not a tenant name`},
+		{[]string{"token", "create", "--tenant=acme", "--workspace=Prod"}, `--workspace: "Prod" is not a workspace name`},
+		{[]string{"token", "create", "--tenant=acme", "--ttl=10s"}, "--ttl=10s is out of range; a bootstrap token lives from 1m0s to 168h0m0s"},
+		{[]string{"token", "create", "--tenant=acme", "--ttl=200h"}, "--ttl=200h0m0s is out of range"},
+		{[]string{"token", "create", "extra", "--tenant=acme"}, "takes no arguments"},
+		{[]string{"token", "crate"}, `unknown command "crate" for "cellfedctl token" (did you mean "create"?)`},
+		{[]string{"registration", "aprove", "x"}, `(did you mean "approve"?)`},
+		{[]string{"registration", "approve"}, "takes one registration (cluster) name"},
+		{[]string{"registration", "deny", "ns.cell"}, "names with a dot are reserved for per-cell clusters"},
+		{[]string{"registration", "revoke", "Bad"}, "is not a valid cluster name"},
+		{[]string{"registration", "list", "x"}, "takes no arguments"},
+		{[]string{"registration", "auto-approve"}, "takes one tenant name"},
+		{[]string{"registration", "auto-approve", "a b"}, `"a b" is not a tenant name`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -14,15 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -32,6 +29,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/memberaccess"
 )
 
 // clusterResource is core.kubefed.io/v1beta1 kubefedclusters.
@@ -61,14 +59,6 @@ func MemberObjectName(name string) string { return "cellfed-" + name }
 // TokenSecretName is the name of the plane's Secret holding the member's
 // token, for a cluster that has none yet.
 func TokenSecretName(name string) string { return name + "-token" }
-
-// memberClusterRules is what the plane may do in a member: everything, as
-// KubeFed's `kubefedctl join` grants (the controller propagates any
-// federated type, CRDs included, and reads /healthz and /version).
-var memberClusterRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{rbacv1.APIGroupAll}, Resources: []string{rbacv1.ResourceAll}, Verbs: []string{rbacv1.VerbAll}},
-	{NonResourceURLs: []string{rbacv1.NonResourceAll}, Verbs: []string{"get"}},
-}
 
 type joinOptions struct {
 	*options
@@ -345,13 +335,10 @@ func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 	tokenNote := "kept"
 	if token == "" {
 		tokenNote = "minted"
-		secs := int64(j.tokenTTL / time.Second)
-		tr, err := member.CoreV1().ServiceAccounts(j.member.namespace).CreateToken(ctx, sa,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+		token, expiry, err = memberaccess.MintToken(ctx, member, j.member.namespace, sa, j.tokenTTL)
 		if err != nil {
 			return memberError(err, fmt.Sprintf("requesting a token for ServiceAccount %s/%s in %s", j.member.namespace, sa, j.member.describe()))
 		}
-		token, expiry = tr.Status.Token, tr.Status.ExpirationTimestamp.Time
 		if err := waitAuthorized(ctx, mc, token, username); err != nil {
 			return err
 		}
@@ -402,103 +389,25 @@ func memberError(err error, doing string) error {
 }
 
 func serviceAccountUser(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
+	return memberaccess.ServiceAccountUser(namespace, name)
 }
 
 // ensureMemberObjects creates or updates the namespace, ServiceAccount,
-// ClusterRole and ClusterRoleBinding. It returns the ServiceAccount's name
-// and "(created)", "(updated)" or "(unchanged)".
+// ClusterRole and ClusterRoleBinding (memberaccess.Ensure, which agents
+// use too). It returns the ServiceAccount's name and "(created)",
+// "(updated)" or "(unchanged)".
 func (j *joinOptions) ensureMemberObjects(ctx context.Context, member kubernetes.Interface, name string, undos *undoList) (string, string, error) {
-	ns, sa := j.member.namespace, MemberObjectName(name)
-	labels := map[string]string{LabelJoinedCluster: name, labelManagedBy: managedBy}
-	where := " in " + j.member.describe()
-	created, updated := 0, 0
-
-	got, err := member.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err := member.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		switch {
-		case err == nil:
-			undos.add("namespace "+ns+where, func(ctx context.Context) error {
-				return member.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-			})
-			created++
-		case !apierrors.IsAlreadyExists(err):
-			return "", "", memberError(err, "creating namespace "+ns+where)
-		}
-	case err != nil:
-		return "", "", memberError(err, "reading namespace "+ns+where)
-	case got.DeletionTimestamp != nil:
-		return "", "", fmt.Errorf("namespace %s%s is being deleted; wait until it is gone and join again, or pass another --member-namespace", ns, where)
+	g := memberaccess.Grant{
+		Namespace:      j.member.namespace,
+		ServiceAccount: MemberObjectName(name),
+		Labels:         map[string]string{LabelJoinedCluster: name, labelManagedBy: managedBy},
+		Where:          " in " + j.member.describe(),
 	}
-
-	if _, err := member.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels}}
-		if _, err := member.CoreV1().ServiceAccounts(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return "", "", memberError(err, fmt.Sprintf("creating ServiceAccount %s/%s%s", ns, sa, where))
-		}
-		undos.add(fmt.Sprintf("ServiceAccount %s/%s%s", ns, sa, where), func(ctx context.Context) error {
-			return member.CoreV1().ServiceAccounts(ns).Delete(ctx, sa, metav1.DeleteOptions{})
-		})
-		created++
-	} else if err != nil {
-		return "", "", memberError(err, fmt.Sprintf("reading ServiceAccount %s/%s%s", ns, sa, where))
+	created, updated, err := memberaccess.Ensure(ctx, member, g, undos.add, memberError)
+	if err != nil {
+		return "", "", err
 	}
-
-	roles := member.RbacV1().ClusterRoles()
-	role, err := roles.Get(ctx, sa, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		obj := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa, Labels: labels}, Rules: memberClusterRules}
-		if _, err := roles.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return "", "", memberError(err, "creating ClusterRole "+sa+where)
-		}
-		undos.add("ClusterRole "+sa+where, func(ctx context.Context) error { return roles.Delete(ctx, sa, metav1.DeleteOptions{}) })
-		created++
-	case err != nil:
-		return "", "", memberError(err, "reading ClusterRole "+sa+where)
-	case !reflect.DeepEqual(role.Rules, memberClusterRules):
-		role.Rules = memberClusterRules
-		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
-			return "", "", memberError(err, "updating ClusterRole "+sa+where)
-		}
-		updated++
-	}
-
-	bindings := member.RbacV1().ClusterRoleBindings()
-	wantBinding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa, Labels: labels},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-	}
-	binding, err := bindings.Get(ctx, sa, metav1.GetOptions{})
-	switch {
-	case err == nil && (binding.RoleRef != wantBinding.RoleRef):
-		// roleRef cannot change: replace the binding.
-		if err := bindings.Delete(ctx, sa, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return "", "", memberError(err, "replacing ClusterRoleBinding "+sa+where)
-		}
-		if _, err := bindings.Create(ctx, wantBinding, metav1.CreateOptions{}); err != nil {
-			return "", "", memberError(err, "replacing ClusterRoleBinding "+sa+where)
-		}
-		updated++
-	case err == nil && !reflect.DeepEqual(binding.Subjects, wantBinding.Subjects):
-		binding.Subjects = wantBinding.Subjects
-		if _, err := bindings.Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
-			return "", "", memberError(err, "updating ClusterRoleBinding "+sa+where)
-		}
-		updated++
-	case apierrors.IsNotFound(err):
-		if _, err := bindings.Create(ctx, wantBinding, metav1.CreateOptions{}); err != nil {
-			return "", "", memberError(err, "creating ClusterRoleBinding "+sa+where)
-		}
-		undos.add("ClusterRoleBinding "+sa+where, func(ctx context.Context) error { return bindings.Delete(ctx, sa, metav1.DeleteOptions{}) })
-		created++
-	case err != nil:
-		return "", "", memberError(err, "reading ClusterRoleBinding "+sa+where)
-	}
-	return sa, changeWord(created, updated), nil
+	return g.ServiceAccount, changeWord(created, updated), nil
 }
 
 // changeWord summarises writes to objects that existed (updated) or not
@@ -704,37 +613,5 @@ func whoAmI(ctx context.Context, mc *memberConfig, token string) (string, error)
 // do everything: the member's authenticator and RBAC caches see new
 // objects a moment later.
 func waitAuthorized(ctx context.Context, mc *memberConfig, token, username string) error {
-	c, err := kubernetes.NewForConfig(tokenConfig(mc, token))
-	if err != nil {
-		return withFix(fmt.Errorf("client for the member with its new token: %w", err), "this is a bug in cellfed: please report it")
-	}
-	var last string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		r, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		switch {
-		case err != nil:
-			last = oneLine(err.Error())
-			return false, nil
-		case r.Status.UserInfo.Username != username:
-			last = fmt.Sprintf("it authenticates as %q", r.Status.UserInfo.Username)
-			return false, nil
-		}
-		sar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"},
-		}}
-		a, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-		switch {
-		case err != nil:
-			last = oneLine(err.Error())
-			return false, nil
-		case !a.Status.Allowed:
-			last = "RBAC does not grant it every verb on every resource yet"
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("the new token of %s does not work against %s after 30s (%s); check that the member's authenticator accepts service account tokens and that it authorizes with RBAC", username, mc.server, last)
-	}
-	return nil
+	return memberaccess.WaitAuthorized(ctx, tokenConfig(mc, token), username, 30*time.Second)
 }

@@ -19,7 +19,15 @@ const (
 	// TypeReader may read FederatedTypeConfigs (and nothing else) in the
 	// federation namespace; bound there to every authenticated user.
 	TypeReader = "cellfed:federated-type-reader"
+	// RegistrationBootstrapper may create ClusterRegistrations and nothing
+	// else; bound cluster-wide to the group of cellfed's bootstrap tokens
+	// (BootstrapperGroup). Admission restricts what such a user may write.
+	RegistrationBootstrapper = "cellfed:registration-bootstrapper"
 )
+
+// BootstrapperGroup is the extra group of the bootstrap tokens `cellfedctl
+// token create` makes (pkg/registration.BootstrapGroup).
+const BootstrapperGroup = "system:bootstrappers:cellfed"
 
 // LabelManaged marks the RBAC objects the plane owns and reconciles; its
 // value is "true".
@@ -90,6 +98,21 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"federatedtypeconfigs"}, Verbs: readVerbs},
 			},
 		},
+		{
+			ObjectMeta: meta(RegistrationBootstrapper, nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{groupCellfed}, Resources: []string{"clusterregistrations"}, Verbs: []string{"create"}},
+			},
+		},
+	}
+}
+
+// BootstrapperBinding binds RegistrationBootstrapper to BootstrapperGroup.
+func BootstrapperBinding() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: meta(RegistrationBootstrapper, nil),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: RegistrationBootstrapper},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: BootstrapperGroup}},
 	}
 }
 

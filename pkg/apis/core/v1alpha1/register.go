@@ -25,7 +25,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Cell{}, &CellList{}, &TemplateRevision{}, &TemplateRevisionList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Cell{}, &CellList{}, &TemplateRevision{}, &TemplateRevisionList{}, &ClusterRegistration{}, &ClusterRegistrationList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -1,0 +1,51 @@
+package apiserver
+
+import (
+	"fmt"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/cellfed/cellfed/pkg/pki"
+	"github.com/cellfed/cellfed/pkg/registration/approval"
+)
+
+// registrationHook runs the registration controller in the plane: it
+// needs the agent CA's key, which only the plane's data dir holds.
+type registrationHook struct {
+	opts   approval.Options
+	files  pki.Files
+	tunnel approval.Tunnel
+	access approval.Access
+	// started receives the controller once it runs (the hub asks it
+	// whether a cluster's registration is revoked).
+	started func(*approval.Controller)
+}
+
+func (h registrationHook) start(hookCtx genericapiserver.PostStartHookContext) error {
+	cfg := rest.CopyConfig(hookCtx.LoopbackClientConfig)
+	cfg.UserAgent = "cellfed-registrations"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("registration controller: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("registration controller: %w", err)
+	}
+	c, err := approval.New(h.opts, kube, dyn, h.files, h.tunnel, h.access)
+	if err != nil {
+		return err
+	}
+	if h.started != nil {
+		h.started(c)
+	}
+	go func() {
+		c.Run(hookCtx.Context)
+		klog.InfoS("Registration controller stopped")
+	}()
+	return nil
+}

@@ -1,0 +1,137 @@
+package registration
+
+import (
+	"crypto/x509"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+)
+
+func TestParseToken(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"abcdef.0123456789abcdef", true},
+		{" abcdef.0123456789abcdef\n", true},
+		{"abcdef0123456789abcdef", false},
+		{"ABCDEF.0123456789abcdef", false},
+		{"abcde.0123456789abcdef", false},
+		{"abcdef.0123456789abcde", false},
+		{"abcdef.0123456789abcde!", false},
+		{"", false},
+	} {
+		_, err := ParseToken(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("ParseToken(%q) = %v, want ok=%v", tc.in, err, tc.ok)
+		}
+		if err != nil && strings.Contains(err.Error(), "0123456789") {
+			t.Errorf("ParseToken(%q) error repeats the secret: %v", tc.in, err)
+		}
+	}
+	tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ParseToken(tok.String()); err != nil || back != tok {
+		t.Errorf("NewToken %q does not parse back: %v", tok.ID, err)
+	}
+}
+
+func TestTokenSecret(t *testing.T) {
+	exp := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
+	s := TokenSecret(Token{ID: "abcdef", Secret: "0123456789abcdef"}, "acme", "prod", exp)
+	if s.Name != "bootstrap-token-abcdef" || s.Namespace != "kube-system" || s.Type != "bootstrap.kubernetes.io/token" {
+		t.Errorf("secret %s/%s type %s", s.Namespace, s.Name, s.Type)
+	}
+	if s.StringData["expiration"] != "2026-11-23T15:00:00Z" || s.StringData["auth-extra-groups"] != BootstrapGroup ||
+		s.StringData["usage-bootstrap-authentication"] != "true" || s.StringData["usage-bootstrap-signing"] != "" {
+		t.Errorf("secret data %v", s.StringData)
+	}
+	if tenant, ws := TokenTenancy(s); tenant != "acme" || ws != "prod" {
+		t.Errorf("tenancy %q/%q", tenant, ws)
+	}
+}
+
+func TestPhase(t *testing.T) {
+	c := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	const (
+		approved = cellv1alpha1.RegistrationConditionApproved
+		denied   = cellv1alpha1.RegistrationConditionDenied
+		revoked  = cellv1alpha1.RegistrationConditionRevoked
+		ready    = cellv1alpha1.RegistrationConditionReady
+	)
+	for _, tc := range []struct {
+		name  string
+		conds []metav1.Condition
+		want  cellv1alpha1.RegistrationPhase
+	}{
+		{"nothing", nil, cellv1alpha1.RegistrationPending},
+		{"approved", []metav1.Condition{c(approved, "True", "")}, cellv1alpha1.RegistrationApproved},
+		{"approved, signing", []metav1.Condition{c(approved, "True", ""), c(ready, "False", ReasonSigning)}, cellv1alpha1.RegistrationApproved},
+		{"approved, failed", []metav1.Condition{c(approved, "True", ""), c(ready, "False", ReasonClusterExists)}, cellv1alpha1.RegistrationFailed},
+		{"registered", []metav1.Condition{c(approved, "True", ""), c(ready, "True", ReasonRegistered)}, cellv1alpha1.RegistrationRegistered},
+		{"denied", []metav1.Condition{c(denied, "True", "")}, cellv1alpha1.RegistrationDenied},
+		{"revoked wins", []metav1.Condition{c(approved, "True", ""), c(ready, "True", ""), c(revoked, "True", "")}, cellv1alpha1.RegistrationRevoked},
+		{"ready without approval is pending", []metav1.Condition{c(ready, "True", "")}, cellv1alpha1.RegistrationPending},
+	} {
+		if got := Phase(tc.conds); got != tc.want {
+			t.Errorf("%s: Phase = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAgentOptionsValidate(t *testing.T) {
+	valid := func() *AgentOptions {
+		o := NewAgentOptions()
+		o.ClusterName, o.PlaneKubeconfig, o.StateDir = "edge-1", "plane.kubeconfig", t.TempDir()
+		return o
+	}
+	for _, tc := range []struct {
+		name    string
+		change  func(*AgentOptions)
+		wantErr string
+	}{
+		{"valid", func(*AgentOptions) {}, ""},
+		{"no cluster", func(o *AgentOptions) { o.ClusterName = "" }, "--cluster is required"},
+		{"dotted cluster", func(o *AgentOptions) { o.ClusterName = "ns.cell" }, "is not a cluster name"},
+		{"no plane kubeconfig", func(o *AgentOptions) { o.PlaneKubeconfig = "" }, "--plane-kubeconfig is required"},
+		{"no state dir", func(o *AgentOptions) { o.StateDir = "" }, "--state-dir is required"},
+		{"bad token", func(o *AgentOptions) { o.BootstrapToken = "nope" }, "--bootstrap-token: a bootstrap token has the form"},
+		{"token and file", func(o *AgentOptions) { o.BootstrapToken, o.BootstrapTokenFile = "abcdef.0123456789abcdef", "x" }, "not both"},
+		{"missing token file", func(o *AgentOptions) { o.BootstrapTokenFile = "/nonexistent/token" }, "reading --bootstrap-token-file"},
+		{"short member token", func(o *AgentOptions) { o.MemberTokenTTL = time.Minute }, "--member-token-ttl=1m0s is too short"},
+		{"renewal point", func(o *AgentOptions) { o.RenewAfter = 1 }, "between 0 and 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid()
+			tc.change(o)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestRenewAt(t *testing.T) {
+	received := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	id := &Identity{leaf: &x509.Certificate{NotBefore: received.Add(-5 * time.Minute), NotAfter: received.Add(30 * time.Second)}, since: received}
+	if got, want := id.renewAt(2.0/3.0), received.Add(20*time.Second); !got.Equal(want) {
+		t.Errorf("renewAt = %s, want %s (two thirds from receipt, not from the backdated notBefore)", got, want)
+	}
+	id.since = received.Add(-time.Hour) // a file older than the certificate
+	id.leaf.NotBefore = received
+	if got, want := id.renewAt(0.5), received.Add(15*time.Second); !got.Equal(want) {
+		t.Errorf("renewAt = %s, want %s (from notBefore when it is later)", got, want)
+	}
+}

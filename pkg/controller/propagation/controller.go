@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ type Controller struct {
 	informer cache.SharedIndexInformer
 	// statusWrites spaces each object's status writes.
 	statusWrites *writeLimiter
+	// settle holds a status write back while members' caches catch up
+	// with what was just written.
+	settle *settler
 }
 
 // New builds the controller of one type.
@@ -94,6 +98,7 @@ func New(t *Type, opts Options, env Env) *Controller {
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 
 		statusWrites: newWriteLimiter(opts.StatusInterval),
+		settle:       newSettler(opts.StatusInterval),
 	}
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
@@ -116,8 +121,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			if !statusOnly(old, obj) {
+				enqueue(obj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}); err != nil {
 		return err
@@ -151,6 +160,23 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// statusOnly reports whether an update of a federated object changed
+// nothing a reconcile reads but its status: the controller's own status
+// writes come back this way and need no reconcile (the spec bumps the
+// generation; finalizers, deletion, labels and annotations are read too).
+func statusOnly(old, obj any) bool {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := obj.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
+		slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) &&
+		maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 // HasSynced reports whether the controller's cache of federated objects
@@ -234,6 +260,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	}
 	if !exists {
 		c.records.forget(key)
+		c.settle.done(key)
 		return false, nil
 	}
 	fed := obj.(*unstructured.Unstructured)
@@ -278,6 +305,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		prev[cs.Name] = cs
 	}
 	ns, name := c.typ.targetName(fed)
+	// pending: a member's cache has not shown what this reconcile found
+	// or wrote there yet, so its readiness is not known.
+	pending := false
 	for i, it := range decision.Intents {
 		r := results[i]
 		if r.retry || r.err != nil {
@@ -306,9 +336,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 				rep.details[cl] = "another namespace's cell or a cluster dedicated to another tenant: never written for this object"
 				cs.Ready, cs.RemoteStatus = nil, nil
 			case placed:
-				if !c.reflow(&cs, members[it.Member], ns, name, r.version) {
+				ok, behind := c.reflow(&cs, members[it.Member], ns, name, r.version)
+				if !ok {
 					requeue = true // the member's cache is still loading
 				}
+				pending = pending || behind
 			default:
 				cs.Ready, cs.RemoteStatus = nil, nil
 			}
@@ -334,6 +366,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if err := c.records.save(ctx, key, fed, next); err != nil {
 		return true, err
 	}
+	if pending {
+		if wait := c.settle.hold(key); wait > 0 {
+			// The members' watch events requeue the object in moments;
+			// one status write then carries the generation written and
+			// the readiness together.
+			c.queue.AddAfter(key, wait)
+			return requeue, nil
+		}
+	}
+	c.settle.done(key)
 	if decision.NamespaceNotFederated {
 		rep.fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
 	}
@@ -348,18 +390,21 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 // member that is not ready keeps the last known values. ok is false when
 // the member is ready but its cache is still loading: the object is
 // tried again shortly, as nothing else would requeue a held back one.
-func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok bool) {
+//
+// behind is true when the member's cache does not show the version
+// written yet (or not the object at all): its watch event is on the way.
+func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok, behind bool) {
 	if m == nil || !m.Ready() {
-		return true
+		return true, false
 	}
 	obj, err := m.Get(c.typ.Target, ns, name)
 	if err != nil {
-		return false
+		return false, false
 	}
 	ready := false
 	cs.Ready, cs.RemoteStatus = &ready, nil
 	if obj == nil {
-		return true
+		return true, written != ""
 	}
 	if st, ok := obj.Object["status"]; ok {
 		if raw, err := json.Marshal(st); err == nil {
@@ -367,10 +412,10 @@ func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns,
 		}
 	}
 	if written != "" && objectVersion(obj) != written {
-		return true
+		return true, true
 	}
 	ready = c.policy.Ready == nil || c.policy.Ready(obj)
-	return true
+	return true, false
 }
 
 // work is what a federated object asks for, decoded once per reconcile.

@@ -209,6 +209,54 @@ func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 	}
 }
 
+// settler holds back the status write of an object while a member it was
+// written to has not shown the write in its cache: the member's watch
+// event requeues the object moments later, and one status write then
+// carries the generation written and the readiness together, where two
+// (not ready, then ready) were written before. An object is held at most
+// max from its first hold, so a watch that never delivers delays its
+// status by max and no more. A nil settler never holds.
+type settler struct {
+	max   time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+func newSettler(max time.Duration) *settler {
+	if max <= 0 {
+		return nil
+	}
+	return &settler{max: max, now: time.Now, since: map[string]time.Time{}}
+}
+
+// hold returns how much longer key's status write may wait, 0 when it is
+// to be written now.
+func (s *settler) hold(key string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	first, ok := s.since[key]
+	if !ok {
+		s.since[key] = now
+		return s.max
+	}
+	return max(0, s.max-now.Sub(first))
+}
+
+// done forgets key's hold: its status is written (or needs no write).
+func (s *settler) done(key string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.since, key)
+	s.mu.Unlock()
+}
+
 // stamp sets cond's times from the condition of its type in old: the
 // transition time moves only when the status changes, the update time
 // only when anything does.

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,4 +117,84 @@ func waitPlaneQuiet(b *testing.B, c kubernetes.Interface, quiet, timeout time.Du
 		}
 	}
 	return last
+}
+
+// controllerMetrics is what cellfed-controller's /metrics said at one
+// moment: the propagation latency histogram (cumulative counts by upper
+// bound, all types) and the plane writes by kind.
+type controllerMetrics struct {
+	buckets map[float64]float64
+	writes  map[string]int
+}
+
+func readControllerMetrics(b *testing.B, url string) controllerMetrics {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		b.Fatalf("reading the controller's /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("reading the controller's /metrics: %d %v", resp.StatusCode, err)
+	}
+	cm := controllerMetrics{buckets: map[float64]float64{}, writes: map[string]int{}}
+	for _, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "cellfed_controller_propagation_latency_seconds_bucket{"):
+			le, err := strconv.ParseFloat(label(line, "le"), 64)
+			if err != nil {
+				le = math.Inf(1)
+			}
+			cm.buckets[le] += n
+		case strings.HasPrefix(line, "cellfed_controller_plane_writes_total{"):
+			cm.writes[label(line, "kind")] += int(n)
+		}
+	}
+	return cm
+}
+
+// quantile estimates the q-quantile of the observations between earlier
+// and cm from the histogram, interpolating within a bucket as Prometheus'
+// histogram_quantile does; ok is false without observations.
+func (cm controllerMetrics) quantile(earlier controllerMetrics, q float64) (time.Duration, bool) {
+	les := slices.Sorted(maps.Keys(cm.buckets))
+	total := cm.buckets[math.Inf(1)] - earlier.buckets[math.Inf(1)]
+	if total <= 0 {
+		return 0, false
+	}
+	rank, prevLE, prevCount := q*total, 0.0, 0.0
+	for _, le := range les {
+		count := cm.buckets[le] - earlier.buckets[le]
+		if count >= rank {
+			if math.IsInf(le, 1) {
+				return time.Duration(prevLE * float64(time.Second)), true
+			}
+			frac := 1.0
+			if count > prevCount {
+				frac = (rank - prevCount) / (count - prevCount)
+			}
+			return time.Duration((prevLE + (le-prevLE)*frac) * float64(time.Second)), true
+		}
+		prevLE, prevCount = le, count
+	}
+	return 0, false
+}
+
+// writesSince are the plane writes by kind from earlier to cm.
+func (cm controllerMetrics) writesSince(earlier controllerMetrics) map[string]int {
+	d := map[string]int{}
+	for k, n := range cm.writes {
+		if n -= earlier.writes[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
 }

@@ -82,6 +82,10 @@ type Controller struct {
 	// settle holds a status write back while members' caches catch up
 	// with what was just written.
 	settle *settler
+	// propagating: when each generation was observed, until it is on
+	// every selected member; reflowing: the first member event not yet
+	// in the status (for the latency and reflow delay metrics).
+	propagating, reflowing *since
 }
 
 // New builds the controller of one type.
@@ -99,7 +103,10 @@ func New(t *Type, opts Options, env Env) *Controller {
 
 		statusWrites: newWriteLimiter(opts.StatusInterval),
 		settle:       newSettler(opts.StatusInterval),
+		propagating:  newSince(),
+		reflowing:    newSince(),
 	}
+	registerMetrics()
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	return c
@@ -113,6 +120,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
 			return
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetDeletionTimestamp() == nil {
+			c.propagating.start(key, u.GetGeneration(), time.Now())
 		}
 		c.queue.Add(key)
 		if c.typ.IsNamespace() && c.env.NamespaceChanged != nil {
@@ -227,6 +237,7 @@ func (c *Controller) enqueueForMember(obj any) {
 	if c.typ.IsNamespace() {
 		key = key + "/" + key
 	}
+	c.reflowing.start(key, 0, time.Now())
 	c.queue.Add(key)
 }
 
@@ -236,16 +247,21 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	start := time.Now()
 	requeue, err := c.reconcile(ctx, key)
+	result := "ok"
 	switch {
 	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Reconcile failed", "type", c.typ.Name, "key", key, "err", err)
 		c.queue.AddRateLimited(key)
+		result = "error"
 	case requeue:
 		c.queue.AddRateLimited(key)
+		result = "requeue"
 	default:
 		c.queue.Forget(key)
 	}
+	reconcileDuration.WithLabelValues(c.typ.Name, result).Observe(time.Since(start).Seconds())
 	return true
 }
 
@@ -261,6 +277,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if !exists {
 		c.records.forget(key)
 		c.settle.done(key)
+		c.propagating.forget(key)
+		c.reflowing.forget(key)
 		return false, nil
 	}
 	fed := obj.(*unstructured.Unstructured)
@@ -272,6 +290,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	case !deleting && !hasFinalizer:
 		fed = fed.DeepCopy()
 		fed.SetFinalizers(append(fed.GetFinalizers(), Finalizer))
+		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizer).Inc()
 		updated, err := c.resource(fed.GetNamespace()).Update(ctx, fed, metav1.UpdateOptions{})
 		if err != nil {
 			return false, fmt.Errorf("adding finalizer: %w", err)
@@ -308,8 +327,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	// pending: a member's cache has not shown what this reconcile found
 	// or wrote there yet, so its readiness is not known.
 	pending := false
+	// everywhere: every selected member outside the mask holds the
+	// object's generation.
+	everywhere := !deleting && !decision.NamespaceNotFederated
 	for i, it := range decision.Intents {
 		r := results[i]
+		if it.Verb == Ensure && (r.status != StatusOK || r.err != nil || r.retry) {
+			everywhere = false
+		}
 		if r.retry || r.err != nil {
 			requeue = true
 		}
@@ -357,6 +382,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		}
 		obj := fed.DeepCopy()
 		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == Finalizer }))
+		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizerRemove).Inc()
 		if _, err := c.resource(fed.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 			return true, fmt.Errorf("removing finalizer: %w", err)
 		}
@@ -365,6 +391,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	}
 	if err := c.records.save(ctx, key, fed, next); err != nil {
 		return true, err
+	}
+	if everywhere && !requeue {
+		if d, ok := c.propagating.finish(key, fed.GetGeneration(), time.Now()); ok {
+			propagationLatency.WithLabelValues(c.typ.Name).Observe(d.Seconds())
+		}
 	}
 	if pending {
 		if wait := c.settle.hold(key); wait > 0 {

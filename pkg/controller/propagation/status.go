@@ -127,13 +127,15 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 			next.Conditions = append(next.Conditions, old)
 		}
 	}
+	key := c.statusWrites.key(fed)
 	if sameStatus(cur, next) {
+		c.reflowing.forget(key) // nothing a member reported changes it
 		return nil
 	}
 	if wait := c.statusWrites.wait(fed); wait > 0 {
 		// Written a moment ago: write again once the interval is over,
 		// with whatever the object's status is then.
-		c.queue.AddAfter(c.statusWrites.key(fed), wait)
+		c.queue.AddAfter(key, wait)
 		return nil
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
@@ -142,6 +144,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	}
 	obj := fed.DeepCopy()
 	obj.Object["status"] = content
+	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
 	if _, err := c.resource(fed.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -149,6 +152,9 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		return fmt.Errorf("writing status: %w", err)
 	}
 	c.statusWrites.wrote(fed)
+	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
+		reflowDelay.WithLabelValues(c.typ.Name).Observe(d.Seconds())
+	}
 	return nil
 }
 

@@ -18,7 +18,8 @@ import (
 
 // planeCost is what a phase of the race cost the plane, from its
 // /metrics: writes per resource, subresource and verb (e.g.
-// "federatedconfigmaps/status PUT") for the federated type and the
+// "federatedconfigmaps/status PUT", with the code when it is not 2xx,
+// e.g. "… PUT 409") for the federated type and the
 // propagation records, and the conversion webhook calls made.
 type planeCost struct {
 	writes      map[string]int
@@ -58,7 +59,11 @@ func readPlaneCost(b *testing.B, c kubernetes.Interface) planeCost {
 			if sub := label(line, "subresource"); sub != "" {
 				res += "/" + sub
 			}
-			pc.writes[res+" "+verb] += int(n)
+			key := res + " " + verb
+			if code := label(line, "code"); code != "" && code[0] != '2' {
+				key += " " + code
+			}
+			pc.writes[key] += int(n)
 		}
 	}
 	return pc

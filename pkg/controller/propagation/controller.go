@@ -7,9 +7,11 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,6 +84,8 @@ type Controller struct {
 	// settle holds a status write back while members' caches catch up
 	// with what was just written.
 	settle *settler
+	// v1beta1Writes: the plane does not serve v1beta2 for the type.
+	v1beta1Writes atomic.Bool
 	// propagating: when each generation was observed, until it is on
 	// every selected member; reflowing: the first member event not yet
 	// in the status (for the latency and reflow delay metrics).
@@ -288,10 +292,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.records.forget(key)
 		return false, nil
 	case !deleting && !hasFinalizer:
-		fed = fed.DeepCopy()
-		fed.SetFinalizers(append(fed.GetFinalizers(), Finalizer))
+		// An object created before the plane's admission set the
+		// finalizer, or through a plane without it.
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizer).Inc()
-		updated, err := c.resource(fed.GetNamespace()).Update(ctx, fed, metav1.UpdateOptions{})
+		updated, err := c.setFinalizer(ctx, fed, true)
 		if err != nil {
 			return false, fmt.Errorf("adding finalizer: %w", err)
 		}
@@ -380,10 +384,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		if err := c.records.delete(ctx, key, fed); err != nil {
 			return true, err
 		}
-		obj := fed.DeepCopy()
-		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == Finalizer }))
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizerRemove).Inc()
-		if _, err := c.resource(fed.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.setFinalizer(ctx, fed, false); err != nil && !apierrors.IsNotFound(err) {
 			return true, fmt.Errorf("removing finalizer: %w", err)
 		}
 		c.records.forget(key)

@@ -86,7 +86,7 @@ func registerMetrics() {
 	})
 }
 
-// since keeps, per object key, the first moment of something not yet
+// since keeps (a nil since keeps nothing), per object key, the first moment of something not yet
 // done: a generation observed and not yet everywhere, or a member event
 // not yet in the status.
 type since struct {
@@ -105,6 +105,9 @@ func newSince() *since { return &since{m: map[string]mark{}} }
 // generation (an older wait for another generation is replaced: the
 // latency of a generation overtaken before it propagated is not taken).
 func (s *since) start(key string, generation int64, now time.Time) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.m[key]; ok && cur.generation == generation {
@@ -116,6 +119,9 @@ func (s *since) start(key string, generation int64, now time.Time) {
 // finish removes key's wait and returns how long it lasted, ok when it
 // was waiting for generation (any generation when generation is -1).
 func (s *since) finish(key string, generation int64, now time.Time) (time.Duration, bool) {
+	if s == nil {
+		return 0, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.m[key]
@@ -127,6 +133,9 @@ func (s *since) finish(key string, generation int64, now time.Time) (time.Durati
 }
 
 func (s *since) forget(key string) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	delete(s.m, key)
 	s.mu.Unlock()

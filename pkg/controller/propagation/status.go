@@ -145,7 +145,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	obj := fed.DeepCopy()
 	obj.Object["status"] = content
 	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	if _, err := c.resource(fed.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+	if err := c.updateStatus(ctx, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

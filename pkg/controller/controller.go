@@ -176,8 +176,18 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return nil
 	}
 	host, _ := os.Hostname()
+	// The Lease gets a client of its own: renewals never wait behind the
+	// controllers' requests in a shared rate limiter (a burst of plane
+	// writes once cost a replica its Lease).
+	leaseCfg := rest.CopyConfig(cfg)
+	leaseCfg.UserAgent = "cellfed-controller/leader-election"
+	leaseCfg.QPS, leaseCfg.Burst = 5, 10
+	leaseKube, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("leader lease client: %w", err)
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.FederationNamespace, o.LeaseName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+		leaseKube.CoreV1(), leaseKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 	if err != nil {
 		return fmt.Errorf("leader lease: %w", err)
 	}

@@ -84,6 +84,9 @@ type Controller struct {
 	// settle holds a status write back while members' caches catch up
 	// with what was just written.
 	settle *settler
+	// written: the last status write of each object until the cache
+	// shows it.
+	written *lastWrites
 	// v1beta1Writes: the plane does not serve v1beta2 for the type.
 	v1beta1Writes atomic.Bool
 	// propagating: when each generation was observed, until it is on
@@ -107,6 +110,7 @@ func New(t *Type, opts Options, env Env) *Controller {
 
 		statusWrites: newWriteLimiter(opts.StatusInterval),
 		settle:       newSettler(opts.StatusInterval),
+		written:      newLastWrites(),
 		propagating:  newSince(),
 		reflowing:    newSince(),
 	}
@@ -137,6 +141,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+					c.written.seen(key, u.GetResourceVersion())
+				}
+			}
 			if !statusOnly(old, obj) {
 				enqueue(obj)
 			}
@@ -283,6 +292,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.settle.done(key)
 		c.propagating.forget(key)
 		c.reflowing.forget(key)
+		c.written.seen(key, "")
 		return false, nil
 	}
 	fed := obj.(*unstructured.Unstructured)
@@ -379,6 +389,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			rep.clusters = append(rep.clusters, cs)
 		}
 	}
+	if everywhere && !requeue {
+		// Observed here, once the members are written (the record and
+		// status writes that follow are not part of it).
+		if d, ok := c.propagating.finish(key, fed.GetGeneration(), time.Now()); ok {
+			propagationLatency.WithLabelValues(c.typ.Name).Observe(d.Seconds())
+		}
+	}
 	if deleting && len(next.clusters) == 0 {
 		// Removed everywhere: forget the record and let the object go.
 		if err := c.records.delete(ctx, key, fed); err != nil {
@@ -394,11 +411,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if err := c.records.save(ctx, key, fed, next); err != nil {
 		return true, err
 	}
-	if everywhere && !requeue {
-		if d, ok := c.propagating.finish(key, fed.GetGeneration(), time.Now()); ok {
-			propagationLatency.WithLabelValues(c.typ.Name).Observe(d.Seconds())
-		}
-	}
+
 	if pending {
 		if wait := c.settle.hold(key); wait > 0 {
 			// The members' watch events requeue the object in moments;

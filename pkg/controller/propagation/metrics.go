@@ -31,7 +31,7 @@ const (
 )
 
 // latencyBuckets span a fast local write (5 ms) to a stuck one (2 min).
-var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10, 30, 60, 120}
 
 var (
 	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
 
 func TestSettler(t *testing.T) {
@@ -87,5 +89,30 @@ func TestStatusOnly(t *testing.T) {
 	}
 	if statusOnly("tombstone", base()) {
 		t.Error("a non-object is never status only")
+	}
+}
+
+func TestLastWrites(t *testing.T) {
+	l := newLastWrites()
+	st := typesv1b1.Status{ObservedGeneration: 2, Propagated: "1/1"}
+	l.set("ns/a", "5", st)
+	l.seen("ns/a", "5") // the cache still at the version written over
+	if w, ok := l.get("ns/a"); !ok || w.over != "5" || !sameStatus(w.status, st) {
+		t.Fatalf("get = %+v %v, want the write over 5", w, ok)
+	}
+	l.seen("ns/a", "6") // the cache shows the write
+	if _, ok := l.get("ns/a"); ok {
+		t.Error("kept after the cache moved on")
+	}
+	l.set("ns/b", "7", st)
+	l.seen("ns/b", "") // the object is gone
+	if len(l.m) != 0 {
+		t.Errorf("writes kept: %v", l.m)
+	}
+	var none *lastWrites
+	none.set("x", "1", st)
+	none.seen("x", "2")
+	if _, ok := none.get("x"); ok {
+		t.Error("a nil lastWrites remembered")
 	}
 }

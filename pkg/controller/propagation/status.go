@@ -132,6 +132,19 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		c.reflowing.forget(key) // nothing a member reported changes it
 		return nil
 	}
+	if last, ok := c.written.get(key); ok && last.over == fed.GetResourceVersion() {
+		// The cache still shows the object our last status write
+		// replaced: a write now would conflict. Nothing to do when it
+		// wrote this status already; otherwise look again shortly (the
+		// write's own watch event requeues nothing: it changes only the
+		// status).
+		if sameStatus(last.status, next) {
+			c.reflowing.forget(key)
+			return nil
+		}
+		c.queue.AddAfter(key, staleCacheRetry)
+		return nil
+	}
 	if wait := c.statusWrites.wait(fed); wait > 0 {
 		// Written a moment ago: write again once the interval is over,
 		// with whatever the object's status is then.
@@ -152,6 +165,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		return fmt.Errorf("writing status: %w", err)
 	}
 	c.statusWrites.wrote(fed)
+	c.written.set(key, fed.GetResourceVersion(), next)
 	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
 		reflowDelay.WithLabelValues(c.typ.Name).Observe(d.Seconds())
 	}
@@ -213,6 +227,59 @@ func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 			}
 		}
 	}
+}
+
+// staleCacheRetry is how soon a status write waiting for the cache to show
+// the previous one is tried again.
+const staleCacheRetry = 100 * time.Millisecond
+
+// lastWrites remembers, per object, the status last written and the
+// resourceVersion it replaced, until the cache shows a newer object: a
+// reconcile reading the cache before that would otherwise write the same
+// status again, or a different one bound to conflict. A nil lastWrites
+// remembers nothing.
+type lastWrites struct {
+	mu sync.Mutex
+	m  map[string]lastWrite
+}
+
+type lastWrite struct {
+	over   string
+	status typesv1b1.Status
+}
+
+func newLastWrites() *lastWrites { return &lastWrites{m: map[string]lastWrite{}} }
+
+func (l *lastWrites) set(key, over string, st typesv1b1.Status) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.m[key] = lastWrite{over: over, status: st}
+	l.mu.Unlock()
+}
+
+func (l *lastWrites) get(key string) (lastWrite, bool) {
+	if l == nil {
+		return lastWrite{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.m[key]
+	return w, ok
+}
+
+// seen drops key's write once the cache holds another version than the
+// one it replaced (or the object is gone: rv "").
+func (l *lastWrites) seen(key, rv string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	if w, ok := l.m[key]; ok && w.over != rv {
+		delete(l.m, key)
+	}
+	l.mu.Unlock()
 }
 
 // settler holds back the status write of an object while a member it was

@@ -34,6 +34,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go request metrics on /metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue depth and latency per type on /metrics
 	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -63,7 +66,7 @@ type Options struct {
 	LeaseDuration       time.Duration
 	RenewDeadline       time.Duration
 	RetryPeriod         time.Duration
-	// HealthAddress serves /healthz and /readyz ("" = off).
+	// HealthAddress serves /healthz, /readyz and /metrics ("" = off).
 	HealthAddress string
 	// Tunnel, when its Address is set, reaches tunnelled clusters (those
 	// whose spec.proxyURL names a cluster as proxy user) through the tunnel
@@ -124,7 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a lost leader's Lease blocks the others")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader keeps trying to renew before giving up; less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between attempts to take or renew the Lease")
-	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz and /readyz (empty: off)")
+	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz, /readyz and /metrics (empty: off)")
 }
 
 // Validate reports options that cannot work.
@@ -200,8 +203,18 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return nil
 	}
 	host, _ := os.Hostname()
+	// The Lease gets a client of its own: renewals never wait behind the
+	// controllers' requests in a shared rate limiter (a burst of plane
+	// writes once cost a replica its Lease).
+	leaseCfg := rest.CopyConfig(cfg)
+	leaseCfg.UserAgent = "cellfed-controller/leader-election"
+	leaseCfg.QPS, leaseCfg.Burst = 5, 10
+	leaseKube, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("leader lease client: %w", err)
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.FederationNamespace, o.LeaseName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+		leaseKube.CoreV1(), leaseKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 	if err != nil {
 		return fmt.Errorf("leader lease: %w", err)
 	}
@@ -508,10 +521,13 @@ func (s *typeSet) clusterChanged() {
 	}
 }
 
-// serveHealth answers /healthz always and /readyz once this replica
-// leads (or runs without election) and the clusters are loaded.
+// serveHealth answers /healthz always, /readyz once this replica leads
+// (or runs without election) and the clusters are loaded, and /metrics
+// (Prometheus text: the propagation metrics, workqueue depth and latency
+// per type, client-go request metrics, Go runtime and process).
 func serveHealth(ctx context.Context, addr string, ready *sync.Map, leaderElect bool) error {
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		_, synced := ready.Load("synced")

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -26,6 +27,9 @@ var (
 	raceMembers   = envInt("CELLFED_BENCH_MEMBERS", 20)
 	raceObjects   = envInt("CELLFED_BENCH_OBJECTS", 2000)
 	raceLatencies = envInt("CELLFED_BENCH_LATENCY_SAMPLES", 100)
+	// CELLFED_BENCH_SKIP_KUBEFED=1 runs cellfed-controller alone (its
+	// before/after on a busy machine, where KubeFed's 10 s lease renewal
+	// deadline can make it exit).
 )
 
 func envInt(name string, def int) int {
@@ -47,9 +51,21 @@ type raceResult struct {
 	converge     time.Duration
 	converged    int // member objects present at the end
 	writes, noop framework.Writes
-	cpu          time.Duration
-	peakRSS      float64
-	notes        []string
+	// updates are the member writes of one template update of every
+	// object.
+	updates framework.Writes
+	// The plane's cost: of the convergence's new objects (until the
+	// plane is quiet), of one template update of each, and of one no-op
+	// change of each (an annotation of the federated object).
+	planeNew, planeUpdate, planeNoop planeCost
+	// cellfed-controller's own view, from its /metrics: the propagation
+	// latency histogram's p50/p99 over each latency phase, and its plane
+	// writes by kind for new objects, updates and no-ops.
+	histLatency                   map[int][2]time.Duration
+	ctrlNew, ctrlUpdate, ctrlNoop map[string]int
+	cpu                           time.Duration
+	peakRSS                       float64
+	notes                         []string
 }
 
 // BenchmarkControllerRace runs upstream KubeFed v0.10.0 and
@@ -67,7 +83,10 @@ func BenchmarkControllerRace(b *testing.B) {
 		for len(members) < raceMembers {
 			members = append(members, framework.StartMembers(b, min(4, raceMembers-len(members)))...)
 		}
-		kf := race(b, members, "kf", false)
+		kf := raceResult{name: "KubeFed (skipped)", latency: map[int][2]time.Duration{}}
+		if os.Getenv("CELLFED_BENCH_SKIP_KUBEFED") == "" {
+			kf = race(b, members, "kf", false)
+		}
 		cf := race(b, members, "cf", true)
 		report(b, kf, cf)
 	}
@@ -87,12 +106,14 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	k.MustRun(b, cells.String(), "apply", "-f", "-")
 	res := raceResult{name: "cellfed-controller", latency: map[int][2]time.Duration{}}
 	var ctrl *framework.Process
+	metricsURL := ""
 	var cellClusters []string
 	for i := range members {
 		cellClusters = append(cellClusters, ns+"."+cellName(i))
 	}
 	if cellfed {
-		ctrl = framework.StartController(b, plane).Process
+		c := framework.StartController(b, plane)
+		ctrl, metricsURL = c.Process, c.HealthURL
 	} else {
 		res.name = "KubeFed v0.10.0"
 		// KubeFed has no cell controller: create the per-cell clusters,
@@ -130,8 +151,22 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 			b.Fatalf("namespace %s not in member-%d: %v", ns, i, err)
 		}
 	}
+	scrape := func() controllerMetrics {
+		if metricsURL == "" {
+			return controllerMetrics{}
+		}
+		return readControllerMetrics(b, metricsURL)
+	}
+	res.histLatency = map[int][2]time.Duration{}
 	for _, n := range phases(len(members)) {
+		m0 := scrape()
 		res.latency[n] = latency(b, dyn, w, ns, fmt.Sprintf("lat%d", n), n)
+		m1 := scrape()
+		p50, ok50 := m1.quantile(m0, 0.5)
+		p99, ok99 := m1.quantile(m0, 0.99)
+		if ok50 && ok99 {
+			res.histLatency[n] = [2]time.Duration{p50, p99}
+		}
 	}
 	kubes := make([]kubernetes.Interface, len(members))
 	writes0 := make([]framework.Writes, len(members))
@@ -142,6 +177,9 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 
 	// Convergence: every object on every cell.
 	all := cellNames(len(members))
+	planeClient := plane.Client(b)
+	pc0 := readPlaneCost(b, planeClient)
+	cm0 := scrape()
 	start := time.Now()
 	forEach(raceObjects, func(i int) {
 		createFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), all)
@@ -165,6 +203,50 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	}
 	// Idle: nothing changes, so any member write now is a no-op write.
 	time.Sleep(15 * time.Second) // a fixed observation window, not a sync
+	for i := range members {
+		d := memberWrites(b, kubes[i])
+		res.noop.Creates += d.Creates - writes0[i].Creates
+		res.noop.Updates += d.Updates - writes0[i].Updates
+		res.noop.Deletes += d.Deletes - writes0[i].Deletes
+	}
+	pc1 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
+	res.planeNew = pc1.since(pc0)
+	cm1 := scrape()
+	res.ctrlNew = cm1.writesSince(cm0)
+
+	// One template update of every object: member updates counted until
+	// every member object is updated, plane writes until it is quiet.
+	forEach(raceObjects, func(i int) {
+		patchFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), `{"spec":{"template":{"data":{"key":"v2"}}}}`)
+	})
+	if err := framework.Poll(context.Background(), 200*time.Millisecond, 10*time.Minute, func(context.Context) (bool, error) {
+		n := 0
+		for i := range members {
+			n += memberWrites(b, kubes[i]).Updates - writes0[i].Updates
+		}
+		return n >= want, nil
+	}); err != nil {
+		res.notes = append(res.notes, fmt.Sprintf("%s: template update not on every member: %v", res.name, err))
+	}
+	pc2 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
+	res.planeUpdate = pc2.since(pc1)
+	cm2 := scrape()
+	res.ctrlUpdate = cm2.writesSince(cm1)
+	for i := range members {
+		d := memberWrites(b, kubes[i])
+		res.updates.Creates += d.Creates - writes0[i].Creates
+		res.updates.Updates += d.Updates - writes0[i].Updates
+		res.updates.Deletes += d.Deletes - writes0[i].Deletes
+		writes0[i] = d
+	}
+	// A no-op: an annotation on each federated object, nothing to
+	// propagate; the bench's own PATCHes are in the count.
+	forEach(raceObjects, func(i int) {
+		patchFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), `{"metadata":{"annotations":{"bench.cellfed.io/noop":"1"}}}`)
+	})
+	pc3 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
+	res.planeNoop = pc3.since(pc2)
+	res.ctrlNoop = scrape().writesSince(cm2)
 	for i := range members {
 		d := memberWrites(b, kubes[i])
 		res.noop.Creates += d.Creates - writes0[i].Creates
@@ -262,6 +344,12 @@ func createFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name string, ce
 	}}
 	if _, err := dyn.Resource(fedConfigMaps).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		b.Errorf("creating %s/%s: %v", ns, name, err)
+	}
+}
+
+func patchFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name, patch string) {
+	if _, err := dyn.Resource(fedConfigMaps).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		b.Errorf("patching %s/%s: %v", ns, name, err)
 	}
 }
 
@@ -417,11 +505,26 @@ func report(b *testing.B, kf, cf raceResult) {
 	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes (create/update/delete)",
 		fmt.Sprintf("%d/%d/%d", kf.writes.Creates, kf.writes.Updates, kf.writes.Deletes),
 		fmt.Sprintf("%d/%d/%d", cf.writes.Creates, cf.writes.Updates, cf.writes.Deletes))
-	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes in 15 s idle (no-op)",
+	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes, template update",
+		fmt.Sprintf("%d/%d/%d", kf.updates.Creates, kf.updates.Updates, kf.updates.Deletes),
+		fmt.Sprintf("%d/%d/%d", cf.updates.Creates, cf.updates.Updates, cf.updates.Deletes))
+	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes in 15 s idle + no-op",
 		fmt.Sprintf("%d/%d/%d", kf.noop.Creates, kf.noop.Updates, kf.noop.Deletes),
 		fmt.Sprintf("%d/%d/%d", cf.noop.Creates, cf.noop.Updates, cf.noop.Deletes))
 	fmt.Fprintf(&s, "%-38s %16.1f s %16.1f s %10s\n", "controller CPU", kf.cpu.Seconds(), cf.cpu.Seconds(), ratio(kf.cpu, cf.cpu))
 	fmt.Fprintf(&s, "%-38s %14.0f MiB %14.0f MiB\n", "controller peak RSS", kf.peakRSS, cf.peakRSS)
+	for n, l := range cf.histLatency {
+		fmt.Fprintf(&s, "%-38s %18s %12.1f/%.1f ms  (the controller's propagation_latency_seconds: observed → written)\n",
+			fmt.Sprintf("histogram p50/p99 to %d cells", n), "", ms(l[0]), ms(l[1]))
+	}
+	if cf.ctrlNew != nil {
+		fmt.Fprintf(&s, "cellfed-controller's plane_writes_total: new %v, update %v, no-op %v\n", cf.ctrlNew, cf.ctrlUpdate, cf.ctrlNoop)
+	}
+	for _, r := range []raceResult{kf, cf} {
+		fmt.Fprintf(&s, "plane, %s, %d new objects (incl. the bench's creates): %s\n", r.name, raceObjects, r.planeNew.String(raceObjects))
+		fmt.Fprintf(&s, "plane, %s, %d template updates (incl. the bench's patches): %s\n", r.name, raceObjects, r.planeUpdate.String(raceObjects))
+		fmt.Fprintf(&s, "plane, %s, %d no-op annotation patches (incl. the bench's patches): %s\n", r.name, raceObjects, r.planeNoop.String(raceObjects))
+	}
 	for _, n := range append(kf.notes, cf.notes...) {
 		fmt.Fprintf(&s, "note: %s\n", n)
 	}

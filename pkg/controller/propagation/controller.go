@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,6 +81,18 @@ type Controller struct {
 	informer cache.SharedIndexInformer
 	// statusWrites spaces each object's status writes.
 	statusWrites *writeLimiter
+	// settle holds a status write back while members' caches catch up
+	// with what was just written.
+	settle *settler
+	// written: the last status write of each object until the cache
+	// shows it.
+	written *lastWrites
+	// v1beta1Writes: the plane does not serve v1beta2 for the type.
+	v1beta1Writes atomic.Bool
+	// propagating: when each generation was observed, until it is on
+	// every selected member; reflowing: the first member event not yet
+	// in the status (for the latency and reflow delay metrics).
+	propagating, reflowing *since
 }
 
 // New builds the controller of one type.
@@ -94,7 +109,12 @@ func New(t *Type, opts Options, env Env) *Controller {
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 
 		statusWrites: newWriteLimiter(opts.StatusInterval),
+		settle:       newSettler(opts.StatusInterval),
+		written:      newLastWrites(),
+		propagating:  newSince(),
+		reflowing:    newSince(),
 	}
+	registerMetrics()
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	return c
@@ -109,6 +129,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		if err != nil {
 			return
 		}
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetDeletionTimestamp() == nil {
+			c.propagating.start(key, u.GetGeneration(), time.Now())
+		}
 		c.queue.Add(key)
 		if c.typ.IsNamespace() && c.env.NamespaceChanged != nil {
 			ns, _, _ := cache.SplitMetaNamespaceKey(key)
@@ -116,8 +139,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+					c.written.seen(key, u.GetResourceVersion())
+				}
+			}
+			if !statusOnly(old, obj) {
+				enqueue(obj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}); err != nil {
 		return err
@@ -151,6 +183,23 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// statusOnly reports whether an update of a federated object changed
+// nothing a reconcile reads but its status: the controller's own status
+// writes come back this way and need no reconcile (the spec bumps the
+// generation; finalizers, deletion, labels and annotations are read too).
+func statusOnly(old, obj any) bool {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := obj.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
+		slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) &&
+		maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 // HasSynced reports whether the controller's cache of federated objects
@@ -201,6 +250,7 @@ func (c *Controller) enqueueForMember(obj any) {
 	if c.typ.IsNamespace() {
 		key = key + "/" + key
 	}
+	c.reflowing.start(key, 0, time.Now())
 	c.queue.Add(key)
 }
 
@@ -210,16 +260,21 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	start := time.Now()
 	requeue, err := c.reconcile(ctx, key)
+	result := "ok"
 	switch {
 	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Reconcile failed", "type", c.typ.Name, "key", key, "err", err)
 		c.queue.AddRateLimited(key)
+		result = "error"
 	case requeue:
 		c.queue.AddRateLimited(key)
+		result = "requeue"
 	default:
 		c.queue.Forget(key)
 	}
+	reconcileDuration.WithLabelValues(c.typ.Name, result).Observe(time.Since(start).Seconds())
 	return true
 }
 
@@ -234,6 +289,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	}
 	if !exists {
 		c.records.forget(key)
+		c.settle.done(key)
+		c.propagating.forget(key)
+		c.reflowing.forget(key)
+		c.written.seen(key, "")
 		return false, nil
 	}
 	fed := obj.(*unstructured.Unstructured)
@@ -243,9 +302,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.records.forget(key)
 		return false, nil
 	case !deleting && !hasFinalizer:
-		fed = fed.DeepCopy()
-		fed.SetFinalizers(append(fed.GetFinalizers(), Finalizer))
-		updated, err := c.resource(fed.GetNamespace()).Update(ctx, fed, metav1.UpdateOptions{})
+		// An object created before the plane's admission set the
+		// finalizer, or through a plane without it.
+		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizer).Inc()
+		updated, err := c.setFinalizer(ctx, fed, true)
 		if err != nil {
 			return false, fmt.Errorf("adding finalizer: %w", err)
 		}
@@ -278,8 +338,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		prev[cs.Name] = cs
 	}
 	ns, name := c.typ.targetName(fed)
+	// pending: a member's cache has not shown what this reconcile found
+	// or wrote there yet, so its readiness is not known.
+	pending := false
+	// everywhere: every selected member outside the mask holds the
+	// object's generation.
+	everywhere := !deleting && !decision.NamespaceNotFederated
 	for i, it := range decision.Intents {
 		r := results[i]
+		if it.Verb == Ensure && (r.status != StatusOK || r.err != nil || r.retry) {
+			everywhere = false
+		}
 		if r.retry || r.err != nil {
 			requeue = true
 		}
@@ -306,9 +375,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 				rep.details[cl] = "another namespace's cell or a cluster dedicated to another tenant: never written for this object"
 				cs.Ready, cs.RemoteStatus = nil, nil
 			case placed:
-				if !c.reflow(&cs, members[it.Member], ns, name, r.version) {
+				ok, behind := c.reflow(&cs, members[it.Member], ns, name, r.version)
+				if !ok {
 					requeue = true // the member's cache is still loading
 				}
+				pending = pending || behind
 			default:
 				cs.Ready, cs.RemoteStatus = nil, nil
 			}
@@ -318,14 +389,20 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			rep.clusters = append(rep.clusters, cs)
 		}
 	}
+	if everywhere && !requeue {
+		// Observed here, once the members are written (the record and
+		// status writes that follow are not part of it).
+		if d, ok := c.propagating.finish(key, fed.GetGeneration(), time.Now()); ok {
+			propagationLatency.WithLabelValues(c.typ.Name).Observe(d.Seconds())
+		}
+	}
 	if deleting && len(next.clusters) == 0 {
 		// Removed everywhere: forget the record and let the object go.
 		if err := c.records.delete(ctx, key, fed); err != nil {
 			return true, err
 		}
-		obj := fed.DeepCopy()
-		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == Finalizer }))
-		if _, err := c.resource(fed.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizerRemove).Inc()
+		if _, err := c.setFinalizer(ctx, fed, false); err != nil && !apierrors.IsNotFound(err) {
 			return true, fmt.Errorf("removing finalizer: %w", err)
 		}
 		c.records.forget(key)
@@ -334,6 +411,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if err := c.records.save(ctx, key, fed, next); err != nil {
 		return true, err
 	}
+
+	if pending {
+		if wait := c.settle.hold(key); wait > 0 {
+			// The members' watch events requeue the object in moments;
+			// one status write then carries the generation written and
+			// the readiness together.
+			c.queue.AddAfter(key, wait)
+			return requeue, nil
+		}
+	}
+	c.settle.done(key)
 	if decision.NamespaceNotFederated {
 		rep.fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
 	}
@@ -348,18 +436,21 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 // member that is not ready keeps the last known values. ok is false when
 // the member is ready but its cache is still loading: the object is
 // tried again shortly, as nothing else would requeue a held back one.
-func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok bool) {
+//
+// behind is true when the member's cache does not show the version
+// written yet (or not the object at all): its watch event is on the way.
+func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok, behind bool) {
 	if m == nil || !m.Ready() {
-		return true
+		return true, false
 	}
 	obj, err := m.Get(c.typ.Target, ns, name)
 	if err != nil {
-		return false
+		return false, false
 	}
 	ready := false
 	cs.Ready, cs.RemoteStatus = &ready, nil
 	if obj == nil {
-		return true
+		return true, written != ""
 	}
 	if st, ok := obj.Object["status"]; ok {
 		if raw, err := json.Marshal(st); err == nil {
@@ -367,10 +458,10 @@ func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns,
 		}
 	}
 	if written != "" && objectVersion(obj) != written {
-		return true
+		return true, true
 	}
 	ready = c.policy.Ready == nil || c.policy.Ready(obj)
-	return true
+	return true, false
 }
 
 // work is what a federated object asks for, decoded once per reconcile.

@@ -21,9 +21,9 @@ var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespace
 
 func (c *Controller) memberResource(m *clusters.Member, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
-		return m.Dynamic.Resource(c.typ.Target)
+		return instrumented{m.Dynamic.Resource(c.typ.Target), m.Key()}
 	}
-	return m.Dynamic.Resource(c.typ.Target).Namespace(namespace)
+	return instrumented{m.Dynamic.Resource(c.typ.Target).Namespace(namespace), m.Key()}
 }
 
 // ensure makes the member hold d: create it when absent, update it when
@@ -236,7 +236,7 @@ func (c *Controller) createNamespace(ctx context.Context, m *clusters.Member, na
 			"annotations": map[string]any{CreatedByAnnotation: createdBy},
 		},
 	}}
-	_, err := m.Dynamic.Resource(namespaces).Create(ctx, ns, metav1.CreateOptions{})
+	_, err := instrumented{m.Dynamic.Resource(namespaces), m.Key()}.Create(ctx, ns, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

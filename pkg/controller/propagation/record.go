@@ -65,6 +65,8 @@ type versionStore struct {
 	plane  dynamic.Interface
 	gvr    schema.GroupVersionResource
 	prefix string
+	// typeName labels the plane writes.
+	typeName string
 
 	mu      sync.Mutex
 	records map[string]*propagated
@@ -75,7 +77,7 @@ func newVersionStore(plane dynamic.Interface, t *Type) *versionStore {
 	if t.Namespaced {
 		gvr = propagatedVersions
 	}
-	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", records: map[string]*propagated{}}
+	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, records: map[string]*propagated{}}
 }
 
 // load reads every record of the type once, at start.
@@ -168,6 +170,7 @@ func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.U
 		if ns := fed.GetNamespace(); ns != "" {
 			pv.SetNamespace(ns)
 		}
+		planeWrites.WithLabelValues(s.typeName, WriteRecordCreate).Inc()
 		created, err := c.Create(ctx, pv, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -191,6 +194,7 @@ func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.U
 	if ns := fed.GetNamespace(); ns != "" {
 		pv.SetNamespace(ns)
 	}
+	planeWrites.WithLabelValues(s.typeName, WriteRecordStatus).Inc()
 	updated, err := c.UpdateStatus(ctx, pv, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -225,6 +229,7 @@ func (s *versionStore) delete(ctx context.Context, key string, fed *unstructured
 	if !s.get(key).exists {
 		return nil
 	}
+	planeWrites.WithLabelValues(s.typeName, WriteRecordDelete).Inc()
 	err := s.client(fed.GetNamespace()).Delete(ctx, s.prefix+fed.GetName(), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s %s: %w", kindOf(s.gvr), s.prefix+fed.GetName(), err)

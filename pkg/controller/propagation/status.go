@@ -130,13 +130,28 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 			next.Conditions = append(next.Conditions, old)
 		}
 	}
+	key := c.statusWrites.key(fed)
 	if sameStatus(cur, next) {
+		c.reflowing.forget(key) // nothing a member reported changes it
+		return nil
+	}
+	if last, ok := c.written.get(key); ok && last.over == fed.GetResourceVersion() {
+		// The cache still shows the object our last status write
+		// replaced: a write now would conflict. Nothing to do when it
+		// wrote this status already; otherwise look again shortly (the
+		// write's own watch event requeues nothing: it changes only the
+		// status).
+		if sameStatus(last.status, next) {
+			c.reflowing.forget(key)
+			return nil
+		}
+		c.queue.AddAfter(key, staleCacheRetry)
 		return nil
 	}
 	if wait := c.statusWrites.wait(fed); wait > 0 {
 		// Written a moment ago: write again once the interval is over,
 		// with whatever the object's status is then.
-		c.queue.AddAfter(c.statusWrites.key(fed), wait)
+		c.queue.AddAfter(key, wait)
 		return nil
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
@@ -145,13 +160,18 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	}
 	obj := fed.DeepCopy()
 	obj.Object["status"] = content
-	if _, err := c.resource(fed.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
+	if err := c.updateStatus(ctx, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
 	c.statusWrites.wrote(fed)
+	c.written.set(key, fed.GetResourceVersion(), next)
+	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
+		reflowDelay.WithLabelValues(c.typ.Name).Observe(d.Seconds())
+	}
 	return nil
 }
 
@@ -210,6 +230,107 @@ func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 			}
 		}
 	}
+}
+
+// staleCacheRetry is how soon a status write waiting for the cache to show
+// the previous one is tried again.
+const staleCacheRetry = 100 * time.Millisecond
+
+// lastWrites remembers, per object, the status last written and the
+// resourceVersion it replaced, until the cache shows a newer object: a
+// reconcile reading the cache before that would otherwise write the same
+// status again, or a different one bound to conflict. A nil lastWrites
+// remembers nothing.
+type lastWrites struct {
+	mu sync.Mutex
+	m  map[string]lastWrite
+}
+
+type lastWrite struct {
+	over   string
+	status typesv1b1.Status
+}
+
+func newLastWrites() *lastWrites { return &lastWrites{m: map[string]lastWrite{}} }
+
+func (l *lastWrites) set(key, over string, st typesv1b1.Status) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.m[key] = lastWrite{over: over, status: st}
+	l.mu.Unlock()
+}
+
+func (l *lastWrites) get(key string) (lastWrite, bool) {
+	if l == nil {
+		return lastWrite{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.m[key]
+	return w, ok
+}
+
+// seen drops key's write once the cache holds another version than the
+// one it replaced (or the object is gone: rv "").
+func (l *lastWrites) seen(key, rv string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	if w, ok := l.m[key]; ok && w.over != rv {
+		delete(l.m, key)
+	}
+	l.mu.Unlock()
+}
+
+// settler holds back the status write of an object while a member it was
+// written to has not shown the write in its cache: the member's watch
+// event requeues the object moments later, and one status write then
+// carries the generation written and the readiness together, where two
+// (not ready, then ready) were written before. An object is held at most
+// max from its first hold, so a watch that never delivers delays its
+// status by max and no more. A nil settler never holds.
+type settler struct {
+	max   time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+func newSettler(max time.Duration) *settler {
+	if max <= 0 {
+		return nil
+	}
+	return &settler{max: max, now: time.Now, since: map[string]time.Time{}}
+}
+
+// hold returns how much longer key's status write may wait, 0 when it is
+// to be written now.
+func (s *settler) hold(key string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	first, ok := s.since[key]
+	if !ok {
+		s.since[key] = now
+		return s.max
+	}
+	return max(0, s.max-now.Sub(first))
+}
+
+// done forgets key's hold: its status is written (or needs no write).
+func (s *settler) done(key string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.since, key)
+	s.mu.Unlock()
 }
 
 // stamp sets cond's times from the condition of its type in old: the

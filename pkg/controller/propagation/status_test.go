@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/conversion"
 )
 
 func TestSameStatus(t *testing.T) {
@@ -257,7 +258,14 @@ func TestWriteStatus(t *testing.T) {
 			if tc.want.missingObjectIsNotError {
 				return
 			}
-			obj := updates[0].GetObject().(*unstructured.Unstructured)
+			if v := updates[0].GetResource().Version; v != "v1beta2" {
+				t.Errorf("status written in %s, want the storage version v1beta2", v)
+			}
+			// What a v1beta1 reader sees: the plane's conversion of it.
+			obj := updates[0].GetObject().(*unstructured.Unstructured).DeepCopy()
+			if err := conversion.Convert(obj.Object, "types.kubefed.io/v1beta1"); err != nil {
+				t.Fatalf("converting the written status to v1beta1: %v", err)
+			}
 			if obj.GetNamespace() != "ns1" || obj.GetName() != "web" || obj.GetResourceVersion() != "5" {
 				t.Errorf("wrote %s/%s at resourceVersion %q, want ns1/web at 5", obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion())
 			}

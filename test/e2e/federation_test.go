@@ -160,9 +160,13 @@ func TestFederatedObjectsInBothVersions(t *testing.T) {
 		if got := names(field(v2, "status", "topologies"), "cluster"); !reflect.DeepEqual(got, []string{"shop.rz01a", "member2"}) {
 			t.Errorf("status.topologies clusters = %v", got)
 		}
+		// The table shows the topology type and the Propagation condition
+		// (no raw topology lists in columns).
 		table := k.MustRun(t, "", "-n", "shop", "get", "federateddeployments")
-		if !strings.Contains(table, "rz01a") || !strings.Contains(table, "True") {
-			t.Errorf("kubectl get federateddeployments does not show topologies and propagation:\n%s", table)
+		if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 2 ||
+			!strings.Contains(lines[0], "TOPOLOGY") || !strings.Contains(lines[0], "PROPAGATION") ||
+			!strings.Contains(lines[1], "cell") || !strings.Contains(lines[1], "True") {
+			t.Errorf("kubectl get federateddeployments does not show the topology type and propagation:\n%s", table)
 		}
 	})
 

@@ -50,10 +50,13 @@ type ClusterRegistrationSpec struct {
 	// the member (for information and clean-up).
 	// +optional
 	MemberServiceAccount string `json:"memberServiceAccount,omitempty"`
-	// Tenant and Workspace come from the bootstrap token (set by admission);
-	// an empty Tenant means a shared cluster.
+	// Tenant is the tenant the cluster is dedicated to, taken from the
+	// bootstrap token by admission (never from the agent); empty means a
+	// shared cluster.
 	// +optional
 	Tenant string `json:"tenant,omitempty"`
+	// Workspace is the tenant workspace named by the bootstrap token, set by
+	// admission; it is recorded on the KubeFedCluster as an annotation.
 	// +optional
 	Workspace string `json:"workspace,omitempty"`
 	// CSR is a PEM certificate request for the agent's tunnel identity.

@@ -25,9 +25,7 @@ type Admitter struct {
 // Mutate initialises the object of r in place: Cells and federated objects
 // get their namespace's tenant and workspace labels, a v1beta1 cluster
 // selector that names no cellfed.io/ label is pinned to physical
-// clusters, a federated object of a type with propagation enabled gets
-// the sync controller's finalizer on create, and a KubeFedConfig gets
-// KubeFed's defaults.
+// clusters, and a KubeFedConfig gets KubeFed's defaults.
 func (a *Admitter) Mutate(r Request) error {
 	if r.Object == nil || r.SubResource != "" || (r.Operation != Create && r.Operation != Update) {
 		return nil
@@ -43,9 +41,6 @@ func (a *Admitter) Mutate(r Request) error {
 	}
 	if r.isFederated() {
 		pinPhysicalSelector(r.Object.Object)
-		if err := a.addSyncFinalizer(r); err != nil {
-			return err
-		}
 	}
 	if r.Namespace == "" {
 		return nil

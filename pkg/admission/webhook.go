@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
-	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,7 +101,6 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	before := r.Object.GetLabels()
 	selBefore, _, _ := unstructured.NestedFieldCopy(r.Object.Object, "spec", "placement", "clusterSelector")
 	specBefore := runtime.DeepCopyJSONValue(r.Object.Object["spec"])
-	finsBefore := r.Object.GetFinalizers()
 	if err := h.Admitter.Mutate(r); err != nil {
 		return deny(err)
 	}
@@ -114,9 +112,6 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	}
 	if selAfter, _, _ := unstructured.NestedFieldNoCopy(r.Object.Object, "spec", "placement", "clusterSelector"); !reflect.DeepEqual(selBefore, selAfter) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/placement/clusterSelector", "value": selAfter})
-	}
-	if after := r.Object.GetFinalizers(); !slices.Equal(finsBefore, after) {
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": after})
 	}
 	if r.isKubeFedConfig() && !reflect.DeepEqual(specBefore, r.Object.Object["spec"]) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec", "value": r.Object.Object["spec"]})

@@ -202,28 +202,6 @@ spec:
 		}
 	})
 
-	t.Run("created objects get KubeFed's finalizer while their type propagates", func(t *testing.T) {
-		v1 := getJSON(t, k, "-n", "shop", "get", fdV1beta1, "web")
-		if got := mustJSON(t, field(v1, "metadata", "finalizers")); got != `["kubefed.io/sync-controller"]` {
-			t.Errorf("finalizers of a created FederatedDeployment = %s, want KubeFed's sync finalizer (set by admission)", got)
-		}
-		cm := "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedConfigMap\nmetadata: {name: cfg, namespace: shop}\nspec: {placement: {topologies: [{name: rz00a}]}, template: {data: {a: b}}}\n"
-		finalizers := func(ctx context.Context) string {
-			out, err := k.Run(ctx, cm, "create", "--dry-run=server", "-o", "jsonpath={.metadata.finalizers}", "-f", "-")
-			if err != nil {
-				t.Fatalf("server-side dry run: %v", err)
-			}
-			return out
-		}
-		if got := finalizers(context.Background()); !strings.Contains(got, "kubefed.io/sync-controller") {
-			t.Errorf("FederatedConfigMap created without the finalizer: %q", got)
-		}
-		k.MustRun(t, "", "-n", "kube-federation-system", "patch", "federatedtypeconfigs", "configmaps", "--type=merge", "-p", `{"spec":{"propagation":"Disabled"}}`)
-		waitFor(t, "creates of a type not propagated to go without the finalizer", func(ctx context.Context) (bool, error) {
-			return !strings.Contains(finalizers(ctx), "kubefed.io/sync-controller"), nil
-		})
-	})
-
 	t.Run("after a restart both versions still read", func(t *testing.T) {
 		plane.Stop(30 * time.Second)
 		plane.RestartAndWait(t)

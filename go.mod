@@ -23,6 +23,7 @@ require (
 	k8s.io/component-base v0.36.4
 	k8s.io/controller-manager v0.36.4
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kms v0.36.4
 	k8s.io/kube-aggregator v0.0.0
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a
 	k8s.io/kubernetes v1.36.4
@@ -197,7 +198,6 @@ require (
 	k8s.io/dynamic-resource-allocation v0.36.4 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
-	k8s.io/kms v0.36.4 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect

@@ -20,7 +20,7 @@ all: build
 # go build caches packages, so a rebuild after a small change only relinks.
 # bin/kubectl-cellfed is cellfedctl as the kubectl plugin `kubectl cellfed`.
 build:
-	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./cmd/cellfed-controller ./cmd/cellfedctl ./cmd/cellfed-webhook ./cmd/cellfed-agent ./cmd/cellfed-proxy ./test/member-apiserver
+	$(GO_BUILD) -o bin/ ./cmd/cellfed-apiserver ./cmd/cellfed-controller ./cmd/cellfedctl ./cmd/cellfed-webhook ./cmd/cellfed-agent ./cmd/cellfed-proxy ./cmd/cellfed-kms ./test/member-apiserver
 	ln -f bin/cellfedctl bin/kubectl-cellfed 2>/dev/null || cp -f bin/cellfedctl bin/kubectl-cellfed
 
 # Tests drive the real kubectl: the one on PATH, or one built from the

@@ -117,15 +117,11 @@ func serveCommand() *cobra.Command {
 					klog.InfoS("Generated a new KMS key file; back it up: data encrypted with its keys cannot be read without it", "keyFile", keyFile, "keyID", id)
 				}
 			}
+			// NewService logs the IDs of the keys it loaded and the primary.
 			svc, err := kms.NewService(keyFile)
 			if err != nil {
 				return err
 			}
-			ids, primary, err := kms.ReadKeyIDs(keyFile)
-			if err != nil {
-				return err
-			}
-			klog.InfoS("Serving KMS keys", "keyFile", keyFile, "keyIDs", ids, "primaryKeyID", primary)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv, err := kms.Start(ctx, listen, svc)

@@ -117,6 +117,14 @@ func (s *Service) PrimaryKeyID() string {
 // reloadInterval. A failed reload keeps the loaded keys and is remembered
 // (and returned by Status) until a reload succeeds.
 func (s *Service) reloadIfChanged(force bool) {
+	if !force {
+		s.mu.RLock()
+		due := time.Since(s.lastCheck) >= reloadInterval
+		s.mu.RUnlock()
+		if !due {
+			return
+		}
+	}
 	s.checkMu.Lock()
 	defer s.checkMu.Unlock()
 	now := time.Now()
@@ -238,7 +246,13 @@ func (s *Service) Decrypt(ctx context.Context, uid string, req *service.DecryptR
 		return nil, errors.New("empty decrypt request")
 	}
 	s.reloadIfChanged(false)
-	pt, err := open(s.current(), s.keyFile, req.KeyID, req.Ciphertext)
+	ks := s.current()
+	if _, known := ks.aeads[req.KeyID]; !known && req.KeyID != "" {
+		// The key may have just been restored to the file: look now.
+		s.reloadIfChanged(true)
+		ks = s.current()
+	}
+	pt, err := open(ks, s.keyFile, req.KeyID, req.Ciphertext)
 	if err != nil {
 		klog.ErrorS(err, "KMS decrypt failed", "uid", uid, "keyID", req.KeyID)
 		return nil, err

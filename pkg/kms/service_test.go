@@ -180,6 +180,10 @@ func TestRotation(t *testing.T) {
 
 	// Retiring the old key makes its ciphertexts undecryptable, with a
 	// message that names the key.
+	backup, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := RemoveKey(path, old); err != nil {
 		t.Fatal(err)
 	}
@@ -189,6 +193,15 @@ func TestRotation(t *testing.T) {
 	_, err = s.Decrypt(ctx, "uid", &service.DecryptRequest{Ciphertext: oldResp.Ciphertext, KeyID: old})
 	if err == nil || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), newID) {
 		t.Errorf("decrypting with a removed key: %v, want an error naming %s and the held %s", err, old, newID)
+	}
+
+	// Restoring the key's line fixes that at once, without a Status call.
+	if err := writeFileAtomic(path, backup); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Decrypt(ctx, "uid", &service.DecryptRequest{Ciphertext: oldResp.Ciphertext, KeyID: old})
+	if err != nil || string(got) != "old secret" {
+		t.Fatalf("decrypting with a restored key: %q, %v", got, err)
 	}
 }
 
@@ -290,4 +303,25 @@ func keyMaterial(data []byte) []string {
 		}
 	}
 	return keys
+}
+
+// TestCiphertextBoundToKeyID: a ciphertext only decrypts under the key ID
+// it was made with, even where two IDs hold the same key bytes.
+func TestCiphertextBoundToKeyID(t *testing.T) {
+	ctx := context.Background()
+	path := writeKeyFile(t, "a:"+keyB64(9)+"\nb:"+keyB64(9)+"\n")
+	s, err := NewService(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Encrypt(ctx, "uid", []byte("seed"))
+	if err != nil || resp.KeyID != "b" {
+		t.Fatalf("Encrypt: %+v, %v; want key b", resp, err)
+	}
+	if _, err := s.Decrypt(ctx, "uid", &service.DecryptRequest{Ciphertext: resp.Ciphertext, KeyID: "b"}); err != nil {
+		t.Fatalf("Decrypt under b: %v", err)
+	}
+	if _, err := s.Decrypt(ctx, "uid", &service.DecryptRequest{Ciphertext: resp.Ciphertext, KeyID: "a"}); err == nil || !strings.Contains(err.Error(), "failed authentication") {
+		t.Errorf("Decrypt under a: %v, want an authentication failure", err)
+	}
 }

@@ -109,12 +109,12 @@ func serveCommand() *cobra.Command {
 				return err
 			}
 			if generateIfMissing {
-				if _, err := os.Stat(keyFile); errors.Is(err, fs.ErrNotExist) {
-					id, err := kms.GenerateKeyFile(keyFile)
-					if err != nil {
-						return err
-					}
+				id, err := kms.GenerateKeyFile(keyFile)
+				switch {
+				case err == nil:
 					klog.InfoS("Generated a new KMS key file; back it up: data encrypted with its keys cannot be read without it", "keyFile", keyFile, "keyID", id)
+				case !errors.Is(err, fs.ErrExist):
+					return err
 				}
 			}
 			// NewService logs the IDs of the keys it loaded and the primary.

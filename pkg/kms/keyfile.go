@@ -143,7 +143,8 @@ func newKeyLine(taken map[string]bool) (id string, line []byte, err error) {
 
 // GenerateKeyFile creates a new key file at path holding one new key, and
 // returns its ID. Missing directories are created with mode 0700, the file
-// with mode 0600. It refuses to overwrite an existing file.
+// with mode 0600. It refuses to overwrite an existing file; that error
+// matches errors.Is(err, fs.ErrExist).
 func GenerateKeyFile(path string) (keyID string, err error) {
 	if path == "" {
 		return "", errors.New("no key file path given")
@@ -158,7 +159,7 @@ func GenerateKeyFile(path string) (keyID string, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("key file %s already exists; refusing to overwrite it (its keys may be needed to decrypt stored data); to rotate, add a key with `cellfed-kms add-key --key-file %s`", path, path)
+			return "", fmt.Errorf("key file %s: %w; refusing to overwrite it (its keys may be needed to decrypt stored data); to rotate, add a key with `cellfed-kms add-key --key-file %s`", path, fs.ErrExist, path)
 		}
 		return "", fmt.Errorf("creating key file: %w", err)
 	}
@@ -184,6 +185,11 @@ func GenerateKeyFile(path string) (keyID string, err error) {
 // AddKey appends a new key to the key file, making it the primary, and
 // returns its ID. The file is replaced atomically and keeps mode 0600.
 func AddKey(path string) (keyID string, err error) {
+	unlock, err := lockDir(filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	entries, data, _, err := readKeyFile(path)
 	if err != nil {
 		return "", err
@@ -211,6 +217,11 @@ func AddKey(path string) (keyID string, err error) {
 // the primary key or the only key. Data still encrypted with the removed
 // key can no longer be decrypted: rewrite it first (cellfedctl rotate-key).
 func RemoveKey(path, keyID string) error {
+	unlock, err := lockDir(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	entries, data, _, err := readKeyFile(path)
 	if err != nil {
 		return err

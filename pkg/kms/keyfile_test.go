@@ -2,6 +2,8 @@ package kms
 
 import (
 	"encoding/base64"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,7 +191,7 @@ func TestGenerateAddRemove(t *testing.T) {
 	}
 	assertMode(t, dir, 0o700)
 	assertMode(t, path, 0o600)
-	if _, err := GenerateKeyFile(path); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := GenerateKeyFile(path); err == nil || !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("GenerateKeyFile over an existing file: %v, want a refusal", err)
 	}
 
@@ -269,5 +271,40 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 	}
 	if got := fi.Mode().Perm(); got != want {
 		t.Errorf("%s has mode %04o, want %04o", path, got, want)
+	}
+}
+
+// TestConcurrentAddKey: AddKey calls running at once all keep their key.
+func TestConcurrentAddKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys")
+	if _, err := GenerateKeyFile(path); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	added := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			id, err := AddKey(path)
+			added <- id
+			errs <- err
+		}()
+	}
+	want := map[string]bool{}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+		want[<-added] = true
+	}
+	ids, _, err := ReadKeyIDs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		delete(want, id)
+	}
+	if len(ids) != n+1 || len(want) > 0 {
+		t.Errorf("after %d concurrent AddKey calls the file holds %d keys %v; lost %v", n, len(ids), ids, want)
 	}
 }

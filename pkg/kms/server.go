@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,9 @@ func socketPath(endpoint string) (string, error) {
 		return "", fmt.Errorf("KMS endpoint %q is not of the form unix:///absolute/path.sock (three slashes)", endpoint)
 	}
 	p := u.Path
+	if strings.HasPrefix(p, "/@") {
+		return "", fmt.Errorf("KMS endpoint %q names an abstract socket, which has no file permissions to restrict it; use a socket file, unix:///absolute/path.sock", endpoint)
+	}
 	if !filepath.IsAbs(p) || p != filepath.Clean(p) || p == "/" {
 		return "", fmt.Errorf("KMS endpoint %q does not name a clean absolute socket path; use unix:///absolute/path.sock", endpoint)
 	}

@@ -158,6 +158,7 @@ func TestStartEndpoints(t *testing.T) {
 		{"no scheme", dir + "/x.sock", "is not supported"},
 		{"too long", "unix:///" + strings.Repeat("a", 120) + ".sock", "longer than"},
 		{"empty", "", "is not supported"},
+		{"abstract", "unix:///@cellfed-kms", "abstract socket"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -64,24 +64,38 @@ func (c coreControllers) start(hookCtx genericapiserver.PostStartHookContext) er
 		go run(ctx)
 		return nil
 	}
+	return runLeaderElected(ctx, client, controllersLease, run)
+}
+
+// runLeaderElected runs run while this process holds the kube-system Lease
+// named lease, so that several planes on one database run it once. run's
+// context is cancelled when the Lease is lost; another replica takes over
+// after the lease duration.
+func runLeaderElected(ctx context.Context, client kubernetes.Interface, lease string, run func(context.Context)) error {
 	host, _ := os.Hostname()
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, metav1.NamespaceSystem, controllersLease,
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, metav1.NamespaceSystem, lease,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 	if err != nil {
-		return fmt.Errorf("controllers lease: %w", err)
+		return fmt.Errorf("lease %s: %w", lease, err)
 	}
-	go leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   15 * time.Second,
-		RenewDeadline:   10 * time.Second,
-		RetryPeriod:     2 * time.Second,
-		ReleaseOnCancel: true,
-		Name:            controllersLease,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: run,
-			OnStoppedLeading: func() { klog.InfoS("Stopped leading core controllers", "lease", controllersLease) },
-		},
-	})
+	go func() {
+		// RunOrDie returns when the Lease is lost; campaign again until
+		// the server stops.
+		for ctx.Err() == nil {
+			leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+				Lock:            lock,
+				LeaseDuration:   15 * time.Second,
+				RenewDeadline:   10 * time.Second,
+				RetryPeriod:     2 * time.Second,
+				ReleaseOnCancel: true,
+				Name:            lease,
+				Callbacks: leaderelection.LeaderCallbacks{
+					OnStartedLeading: run,
+					OnStoppedLeading: func() { klog.InfoS("Stopped leading", "lease", lease) },
+				},
+			})
+		}
+	}()
 	return nil
 }
 

@@ -259,16 +259,28 @@ func (f federationAPI) enableDefaultTypes(ctx context.Context, kube kubernetes.I
 	return nil
 }
 
-// selfCallingResolver makes the API server call its own webhooks (the
-// conversion webhook at selfHostPort) with its loopback credentials, so the
-// built-in webhook needs no extra identity and no RBAC for anonymous users.
+// ConversionHost is the host of the conversion webhook URL every federated
+// CRD carries. It names no machine: each replica of the plane resolves it
+// to itself (selfCallingResolver), so the CRDs look the same whichever
+// replica wrote them, and every replica converts with its own built-in
+// webhook — no shared port or address between replicas.
+const ConversionHost = "conversion.cellfed.internal"
+
+// conversionURL is the federated CRDs' conversion webhook URL.
+var conversionURL = "https://" + ConversionHost + conversion.Path
+
+// selfCallingResolver makes the API server call its own conversion
+// webhook, whatever replica wrote the CRD: a webhook at ConversionHost, or
+// at this server's own address selfHostPort, is called over the loopback
+// connection with the loopback credentials, so the built-in webhook needs
+// no extra identity, no RBAC for anonymous users and no DNS name.
 func selfCallingResolver(selfHostPort string, loopback *rest.Config, wrap webhook.AuthenticationInfoResolverWrapper) webhook.AuthenticationInfoResolverWrapper {
 	return func(delegate webhook.AuthenticationInfoResolver) webhook.AuthenticationInfoResolver {
 		next := wrap(delegate)
 		return &webhook.AuthenticationInfoResolverDelegator{
 			ClientConfigForFunc: func(hostPort string) (*rest.Config, error) {
-				if hostPort == selfHostPort {
-					return rest.CopyConfig(loopback), nil
+				if hostPort == selfHostPort || hostPort == net.JoinHostPort(ConversionHost, "443") {
+					return loopbackDialer(loopback)
 				}
 				return next.ClientConfigFor(hostPort)
 			},
@@ -277,16 +289,35 @@ func selfCallingResolver(selfHostPort string, loopback *rest.Config, wrap webhoo
 	}
 }
 
-// webhookURL is the plane's own conversion webhook address.
-func webhookURL(serverURL string) (string, string, error) {
+// loopbackDialer is the loopback config with every connection dialled to
+// the loopback address, whatever host the webhook URL names (TLS still
+// verifies the loopback certificate by its server name).
+func loopbackDialer(loopback *rest.Config) (*rest.Config, error) {
+	cfg := rest.CopyConfig(loopback)
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the loopback address %q: %w", cfg.Host, err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	var d net.Dialer
+	cfg.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}
+	return cfg, nil
+}
+
+// selfHostPort is host:port of the plane's own address (CRDs written by
+// planes before ConversionHost carried it).
+func selfHostPort(serverURL string) (string, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		return "", "", fmt.Errorf("parsing server URL %q: %w", serverURL, err)
+		return "", fmt.Errorf("parsing server URL %q: %w", serverURL, err)
 	}
-	host := u.Host
 	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "443")
+		return net.JoinHostPort(u.Hostname(), "443"), nil
 	}
-	u.Path = conversion.Path
-	return u.String(), host, nil
+	return u.Host, nil
 }

@@ -23,7 +23,13 @@ type registrationHook struct {
 	// started receives the controller once it runs (the hub asks it
 	// whether a cluster's registration is revoked).
 	started func(*approval.Controller)
+	// leaderElect runs the controller's workers only while holding the
+	// kube-system/cellfed-registrations Lease; its caches (the hub's
+	// admission) run in every replica.
+	leaderElect bool
 }
+
+const registrationsLease = "cellfed-registrations"
 
 func (h registrationHook) start(hookCtx genericapiserver.PostStartHookContext) error {
 	cfg := rest.CopyConfig(hookCtx.LoopbackClientConfig)
@@ -43,9 +49,14 @@ func (h registrationHook) start(hookCtx genericapiserver.PostStartHookContext) e
 	if h.started != nil {
 		h.started(c)
 	}
-	go func() {
-		c.Run(hookCtx.Context)
-		klog.InfoS("Registration controller stopped")
-	}()
-	return nil
+	ctx := hookCtx.Context
+	c.StartInformers(ctx)
+	if !h.leaderElect {
+		go func() {
+			c.RunWorkers(ctx)
+			klog.InfoS("Registration controller stopped")
+		}()
+		return nil
+	}
+	return runLeaderElected(ctx, kube, registrationsLease, c.RunWorkers)
 }

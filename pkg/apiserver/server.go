@@ -93,15 +93,16 @@ func Run(ctx context.Context, o *Options) error {
 		return errors.Join(errs...)
 	}
 
-	whURL, selfHostPort, err := webhookURL(o.serverURL())
+	self, err := selfHostPort(o.serverURL())
 	if err != nil {
 		return err
 	}
+	whURL := conversionURL
 	caBundle, err := os.ReadFile(o.PKIFiles().CACert())
 	if err != nil {
 		return fmt.Errorf("reading the plane's CA: %w", err)
 	}
-	server, err := newServerChain(completed, selfHostPort)
+	server, err := newServerChain(completed, self)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,8 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	regOpts := o.Registration
 	regOpts.FederationNamespace = o.FederationNamespace
-	reg := registrationHook{opts: regOpts, files: o.PKIFiles(), tunnel: o.tunnel, access: o.registrationAccess, started: registrations.Store}
+	reg := registrationHook{opts: regOpts, files: o.PKIFiles(), tunnel: o.tunnel, access: o.registrationAccess, started: registrations.Store,
+		leaderElect: o.ControllersLeaderElect}
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-registrations", reg.start); err != nil {
 		return fmt.Errorf("adding registration hook: %w", err)
 	}

@@ -127,8 +127,32 @@ func New(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, files p
 			c.queue.Add(key)
 		}
 	}
+	// Every replica of the plane disconnects revoked agents from its own
+	// hub, whether or not it runs the workers (an agent may be connected
+	// to any replica).
+	disconnect := func(obj any) {
+		if c.tunnel == nil {
+			return
+		}
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		var reg cellv1alpha1.ClusterRegistration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &reg); err != nil {
+			return
+		}
+		if reg.DeletionTimestamp != nil || registration.Phase(reg.Status.Conditions) == cellv1alpha1.RegistrationRevoked ||
+			registration.Phase(reg.Status.Conditions) == cellv1alpha1.RegistrationDenied {
+			c.tunnel.Disconnect(reg.Name)
+		}
+	}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+		AddFunc: func(o any) { enqueue(o); disconnect(o) }, UpdateFunc: func(_, o any) { enqueue(o); disconnect(o) },
+		DeleteFunc: func(o any) { enqueue(o); c.disconnectDeleted(o) },
 	}); err != nil {
 		return nil, fmt.Errorf("watching registrations: %w", err)
 	}
@@ -156,16 +180,53 @@ func New(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, files p
 	return c, nil
 }
 
+// disconnectDeleted drops the agent of a deleted registration from this
+// process's hub.
+func (c *Controller) disconnectDeleted(obj any) {
+	if c.tunnel == nil {
+		return
+	}
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.tunnel.Disconnect(key)
+	}
+}
+
 // Run starts the informers and workers and blocks until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	c.StartInformers(ctx)
+	c.RunWorkers(ctx)
+}
+
+// StartInformers starts the caches Admit reads and the handler that
+// disconnects revoked agents; every replica of the plane runs them. They
+// stop when ctx is done.
+func (c *Controller) StartInformers(ctx context.Context) {
 	c.factory.Start(ctx.Done())
 	c.kfactory.Start(ctx.Done())
-	defer c.factory.Shutdown()
-	defer c.kfactory.Shutdown()
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+		c.factory.Shutdown()
+		c.kfactory.Shutdown()
+	}()
+}
+
+// RunWorkers reconciles registrations (signing, KubeFedClusters, status)
+// until ctx is done; only one replica of the plane runs them at a time.
+// StartInformers must have been called.
+func (c *Controller) RunWorkers(ctx context.Context) {
+	defer utilruntime.HandleCrash()
 	if !cache.WaitForCacheSync(ctx.Done(), c.regsSync, c.polSync) {
 		return
+	}
+	// Registrations that changed while another replica led are
+	// reconciled again.
+	if objs, err := c.regs.List(labelsEverything()); err == nil {
+		for _, o := range objs {
+			if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+				c.queue.Add(key)
+			}
+		}
 	}
 	klog.InfoS("Registration controller started", "workers", c.opts.Workers, "certValidity", c.opts.CertValidity)
 	for range c.opts.Workers {
@@ -215,6 +276,11 @@ func (c *Controller) next(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		// This replica stopped leading: the next leader takes the key.
+		c.queue.Add(key)
+		return false
+	}
 	if err := c.Reconcile(ctx, key); err != nil {
 		klog.ErrorS(err, "Reconciling cluster registration; retrying", "registration", key)
 		c.queue.AddRateLimited(key)

@@ -64,6 +64,7 @@ kubeconfig in --data-dir; later starts reuse them.`,
 			return apiserver.Run(genericapiserver.SetupSignalContext(), o)
 		},
 	}
+	cmd.AddCommand(newInitCommand())
 	var fss cliflag.NamedFlagSets
 	o.AddFlags(&fss)
 	verflag.AddFlags(fss.FlagSet("global"))
@@ -73,5 +74,38 @@ kubeconfig in --data-dir; later starts reuse them.`,
 	}
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}
+
+func newInitCommand() *cobra.Command {
+	var dir, adminUser string
+	cmd := &cobra.Command{
+		Use:   "init --dir DIR",
+		Short: "Write the PKI and KMS key that the replicas of one plane share",
+		Long: `init writes into DIR what every replica of a plane on one database must share:
+ca.crt, ca.key, sa.key, agent-ca.crt, agent-ca.key, tunnel-connect.secret
+(give them to each replica with --shared-pki-dir) and kms-keys (the KMS key
+file, --kms-key-file). DIR/admin/ holds an admin client certificate.
+
+  cellfed-apiserver init --dir ./cellfed-secrets
+  kubectl -n cellfed-system create secret generic cellfed-pki --from-file=./cellfed-secrets \
+      --dry-run=client -o yaml | ...   (every file but kms-keys)
+  kubectl -n cellfed-system create secret generic cellfed-kms --from-file=keys=./cellfed-secrets/kms-keys`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return fmt.Errorf("--dir is required: the directory to write the shared PKI and KMS key into")
+			}
+			if err := apiserver.InitSharedFiles(dir, adminUser); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote the shared PKI and the KMS key file %s/kms-keys into %s; keep them as secret as the database's backups\n", dir, dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "Directory to write into (created; must not hold these files yet).")
+	cmd.Flags().StringVar(&adminUser, "admin-user", "cellfed-admin", "User name in the admin client certificate.")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -79,6 +80,12 @@ type Options struct {
 	tunnel             approval.Tunnel
 	registrationAccess approval.Access
 
+	// Encryption encrypts resources at rest (KMS v2, Secrets by default).
+	Encryption *EncryptionOptions
+	// SharedPKIDir holds the PKI replicas on one database share (a mounted
+	// Secret): copied into the data dir on start.
+	SharedPKIDir string
+
 	// Tunnel is the embedded tunnel hub (agents of members behind NAT);
 	// its certificate, CA and secret files come from the data dir.
 	Tunnel *proxy.Options
@@ -126,6 +133,7 @@ func NewOptions() *Options {
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
 		Registration:           approval.NewOptions(),
 		Tunnel:                 proxy.NewOptions(),
+		Encryption:             NewEncryptionOptions(),
 		admission:              shared,
 		crdConversion:          crdConversion,
 	}
@@ -144,6 +152,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
+	fs.StringVar(&o.SharedPKIDir, "shared-pki-dir", o.SharedPKIDir, "Directory (e.g. a mounted Secret) with the PKI replicas on one database share: "+strings.Join(SharedPKIFiles, ", ")+"; copied into <data-dir>/pki on start (`cellfed-apiserver init` writes a set).")
+	o.Encryption.AddFlags(fss.FlagSet("encryption at rest"))
 	o.Tunnel.AddFlags(fss.FlagSet("tunnel"))
 }
 
@@ -169,6 +179,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.Storage.Validate()...)
+	errs = append(errs, o.Encryption.Validate()...)
 	o.completeTunnelFiles()
 	errs = append(errs, o.Tunnel.Validate()...)
 	return errors.Join(errs...)
@@ -249,6 +260,11 @@ func (o *Options) completeFiles() error {
 	}
 	hosts = append(hosts, o.ExtraSANs...)
 	files := o.PKIFiles()
+	if o.SharedPKIDir != "" {
+		if err := copySharedPKI(o.SharedPKIDir, files); err != nil {
+			return err
+		}
+	}
 	if err := pki.Ensure(files, pki.Options{Hosts: hosts, AdminUser: o.AdminUser}); err != nil {
 		return err
 	}
@@ -258,6 +274,9 @@ func (o *Options) completeFiles() error {
 		cp.SecureServing.ServerCert.CertKey.KeyFile = files.ServingKey()
 	}
 	if _, _, err := pki.EnsureAgentCA(files); err != nil {
+		return err
+	}
+	if _, err := proxy.LoadOrCreateSecret(TunnelConnectSecretFile(files)); err != nil {
 		return err
 	}
 	if cp.Authentication.ClientCert.ClientCA == "" {

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
@@ -56,6 +60,11 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
+	encryption, err := o.prepareDatabase(storageCtx, backend)
+	if err != nil {
+		return err
+	}
+	defer encryption.stop()
 
 	// The hub admits an agent only while its cluster's registration is
 	// approved; the registration controller answers once it runs.
@@ -161,6 +170,33 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("preparing server: %w", err)
 	}
 	return prepared.Run(ctx)
+}
+
+// prepareDatabase checks, before the API server writes anything, that
+// this plane may use the database: its PKI is the one recorded there (a
+// replica with another CA is refused) and its KMS plugin decrypts what is
+// stored. Only then are the identity and encryption configuration set up.
+func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend) (*encryptionSetup, error) {
+	raw, err := clientv3.New(clientv3.Config{Endpoints: backend.Endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to storage: %w", err)
+	}
+	defer raw.Close()
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	record, err := checkIdentity(cctx, raw, o.PKIFiles())
+	if err != nil {
+		return nil, err
+	}
+	enc, err := o.setupEncryption(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := record(cctx); err != nil {
+		enc.stop()
+		return nil, err
+	}
+	return enc, nil
 }
 
 // newServerChain builds apiextensions → native (generic control plane) →

@@ -79,7 +79,7 @@ func New(o Options) (*Hub, error) {
 	id, _ := os.Hostname()
 	// A non-nil, disabled token authentication: agents authenticate with
 	// certificates, checked by the interceptor.
-	ps := server.NewProxyServer("cellfed-hub-"+id+"-"+strconv.Itoa(os.Getpid()), routingStrategies, 1, &server.AgentTokenAuthenticationOptions{}, o.ChannelSize)
+	ps := server.NewProxyServer("cellfed-hub-"+id+"-"+strconv.Itoa(os.Getpid()), routingStrategies, o.ServerCount, &server.AgentTokenAuthenticationOptions{}, o.ChannelSize)
 	ps.SetBackendDialTimeout(o.DialTimeout)
 	return &Hub{
 		opts:      o,

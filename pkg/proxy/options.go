@@ -55,6 +55,9 @@ type Options struct {
 	DialTimeout time.Duration
 	// ChannelSize is ANP's per-stream packet buffer.
 	ChannelSize int
+	// ServerCount is how many hubs serve the plane (its replicas); agents
+	// keep a connection to each, so any replica reaches every cluster.
+	ServerCount int
 
 	// ClientGroups are the certificate groups (organizations) of plane-CA
 	// certificates the gRPC frontend accepts.
@@ -81,6 +84,7 @@ func NewOptions() *Options {
 		KeepaliveTimeout:   10 * time.Second,
 		DialTimeout:        10 * time.Second,
 		ChannelSize:        150,
+		ServerCount:        1,
 		ClientGroups:       []string{pki.AdminGroup},
 	}
 }
@@ -96,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectBindAddress, "tunnel-connect-bind-address", o.ConnectBindAddress, "Address of the tunnel hub's HTTP CONNECT frontend (plain HTTP with per-cluster proxy credentials; keep it on a network only controllers reach).")
 	fs.IntVar(&o.ConnectPort, "tunnel-connect-port", o.ConnectPort, "Port of the HTTP CONNECT frontend used by KubeFedCluster spec.proxyURL; 0 disables it.")
 	fs.StringVar(&o.ConnectAdvertiseHost, "tunnel-connect-advertise-host", o.ConnectAdvertiseHost, "Host put in the proxy URLs of tunnelled clusters (default: the CONNECT bind address).")
+	fs.IntVar(&o.ServerCount, "tunnel-server-count", o.ServerCount, "Number of tunnel hubs (plane replicas) behind the agents' address; each agent keeps a connection to every one of them, so any replica reaches every tunnelled cluster.")
 	fs.DurationVar(&o.KeepaliveTime, "tunnel-keepalive-time", o.KeepaliveTime, "Idle time after which the hub pings an agent.")
 	fs.DurationVar(&o.KeepaliveTimeout, "tunnel-keepalive-timeout", o.KeepaliveTimeout, "Time the hub waits for an agent's ping answer before dropping it.")
 	fs.DurationVar(&o.DialTimeout, "tunnel-dial-timeout", o.DialTimeout, "Time the hub waits for an agent to answer a dial.")
@@ -127,6 +132,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.DialTimeout <= 0 {
 		errs = append(errs, errors.New("--tunnel-dial-timeout must be positive"))
+	}
+	if o.ServerCount < 1 {
+		errs = append(errs, fmt.Errorf("--tunnel-server-count must be at least 1 (the number of plane replicas running a hub), got %d", o.ServerCount))
 	}
 	if o.ChannelSize < 1 {
 		errs = append(errs, errors.New("tunnel channel size must be at least 1"))

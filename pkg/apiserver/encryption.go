@@ -71,8 +71,8 @@ func (o *EncryptionOptions) Validate() []error {
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "unix:///") {
 		errs = append(errs, fmt.Errorf("--kms-endpoint %q must be unix:///absolute/path.sock (KMS v2 plugins serve on unix sockets)", o.Endpoint))
 	}
-	for _, r := range o.Resources {
-		if r == "" || strings.ContainsAny(r, "/ *") || r != strings.ToLower(r) {
+	for _, r := range nonEmpty(o.Resources) {
+		if strings.ContainsAny(r, "/ *") || r != strings.ToLower(r) {
 			errs = append(errs, fmt.Errorf("--encrypted-resources: %q is not a resource name (lowercase plural, with its group for API groups: secrets, widgets.example.com)", r))
 		}
 	}

@@ -6,8 +6,9 @@
 //
 // # Key file
 //
-// The keys live in one local text file, mode 0600 (a file group or others
-// may read is refused). Each key is a line
+// The keys live in one local text file, mode 0600 (a file others may read,
+// or the group may write, is refused; group read is allowed for Secret
+// volumes mounted with an fsGroup). Each key is a line
 //
 //	<key-id>:<base64 of 32 random bytes>
 //

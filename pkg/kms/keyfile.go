@@ -73,13 +73,16 @@ func parseKeyFile(path string, data []byte) ([]keyEntry, error) {
 	return entries, nil
 }
 
-// checkMode refuses a key file that others than its owner may read or write.
+// checkMode refuses a key file that others may read, or that anyone but
+// its owner may write. Group read is allowed: a Kubernetes Secret volume
+// with an fsGroup is mounted root-owned and group-readable (0440), the only
+// way a non-root plugin can read it.
 func checkMode(path string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("key file %s is not a regular file (%s)", path, fi.Mode().Type())
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("key file %s has mode %04o: group or others may access it, which exposes the keys; run `chmod 600 %s`", path, perm, path)
+	if perm := fi.Mode().Perm(); perm&0o027 != 0 {
+		return fmt.Errorf("key file %s has mode %04o: others may read it or the group may write it, which exposes the keys; run `chmod 600 %s`", path, perm, path)
 	}
 	return nil
 }

@@ -126,7 +126,8 @@ func TestKeyFilePermissions(t *testing.T) {
 	}{
 		{0o600, false},
 		{0o400, false},
-		{0o640, true},
+		{0o640, false}, // a Secret volume with fsGroup: root-owned, group-readable
+		{0o440, false},
 		{0o604, true},
 		{0o660, true},
 		{0o644, true},

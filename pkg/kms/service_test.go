@@ -242,7 +242,7 @@ func TestFailedReloadKeepsKeys(t *testing.T) {
 		{"corrupt line", func() error {
 			return writeFileAtomic(path, append(bytes.Clone(good), "garbage without colon\n"...))
 		}, "line 6 is corrupt"},
-		{"group readable", func() error { return os.Chmod(path, 0o640) }, "chmod 600"},
+		{"world readable", func() error { return os.Chmod(path, 0o604) }, "chmod 600"},
 		{"removed", func() error { return os.Remove(path) }, "restore it"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -228,6 +228,7 @@ func TestPlaneReplicas(t *testing.T) {
 			checkWatch(t, tc.w, acked)
 		})
 	}
+	t.Logf("failover watch: watches opened per replica (0 = A, 1 = B, 2 = C): %v", watchAB.opened())
 	if watchAB.servedBy(0) == 0 || watchAB.servedBy(1)+watchAB.servedBy(2) == 0 {
 		t.Errorf("the failover watch did not move from A to another replica: watches opened per replica %v", watchAB.opened())
 	}
@@ -276,9 +277,12 @@ func TestPlaneReplicas(t *testing.T) {
 				err := framework.Poll(ctx, 200*time.Millisecond, leaseTakeover, func(ctx context.Context) (bool, error) {
 					h = leaseHolder(ctx, t, bClient, lease)
 					winners = nil
-					for _, s := range []*framework.Server{b, c} {
-						if strings.Contains(s.Log(), acquiredLine(lease)) {
-							winners = append(winners, s.DataDir)
+					for _, r := range []struct {
+						name string
+						s    *framework.Server
+					}{{"B", b}, {"C", c}} {
+						if strings.Contains(r.s.Log(), acquiredLine(lease)) {
+							winners = append(winners, r.name)
 						}
 					}
 					return h.identity != holderA[lease] && h.renewed.After(killedAt) && len(winners) > 0, nil

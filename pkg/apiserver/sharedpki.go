@@ -35,6 +35,8 @@ func copySharedPKI(src string, files pki.Files) error {
 	if err := os.MkdirAll(files.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating certificate directory %s: %w", files.Dir, err)
 	}
+	// Check every file before writing any.
+	var todo []string
 	for _, name := range SharedPKIFiles {
 		want, err := os.ReadFile(filepath.Join(src, name))
 		if err != nil {
@@ -44,17 +46,24 @@ func copySharedPKI(src string, files pki.Files) error {
 		have, err := os.ReadFile(dst)
 		switch {
 		case err == nil && bytes.Equal(have, want):
-			continue
 		case err == nil:
 			return fmt.Errorf("%s differs from %s in --shared-pki-dir: this data dir belongs to another plane; move its pki directory away (its serving and admin certificates are then re-issued from the shared CA)", dst, filepath.Join(src, name))
-		case !errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist):
+			todo = append(todo, name)
+		default:
 			return fmt.Errorf("reading %s: %w", dst, err)
+		}
+	}
+	for _, name := range todo {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return fmt.Errorf("reading the shared PKI: %w", err)
 		}
 		mode := os.FileMode(0o600)
 		if strings.HasSuffix(name, ".crt") {
 			mode = 0o644
 		}
-		if err := os.WriteFile(dst, want, mode); err != nil {
+		if err := os.WriteFile(filepath.Join(files.Dir, name), b, mode); err != nil {
 			return fmt.Errorf("copying the shared PKI into %s: %w", files.Dir, err)
 		}
 	}

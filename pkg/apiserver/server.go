@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -139,6 +140,11 @@ func Run(ctx context.Context, o *Options) error {
 		leaderElect: o.ControllersLeaderElect}
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-registrations", reg.start); err != nil {
 		return fmt.Errorf("adding registration hook: %w", err)
+	}
+	if encryption != nil && slices.Contains(nonEmpty(o.Encryption.Resources), "secrets") {
+		if err := server.GenericAPIServer.AddPostStartHook("cellfed-encryption-canary", canaryHook{}.start); err != nil {
+			return fmt.Errorf("adding encryption canary hook: %w", err)
+		}
 	}
 	if o.Controllers {
 		hook := coreControllers{

@@ -131,6 +131,19 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 					args  []string
 					want  string
 				}{"another CA on the same database", func() {}, framework.PlaneArgs(otherDir, framework.FreePort(t), framework.PlaneOptions{Endpoint: endpoint}), "differs from the CA of the plane(s) already using this database"})
+				replicaDir := t.TempDir()
+				replicaKeys := filepath.Join(replicaDir, "own-keys")
+				cases = append(cases, struct {
+					name  string
+					setup func()
+					args  []string
+					want  string
+				}{"a replica with its own KMS key", func() {
+					if _, err := kms.GenerateKeyFile(replicaKeys); err != nil {
+						t.Fatal(err)
+					}
+				}, framework.PlaneArgs(replicaDir, framework.FreePort(t), framework.PlaneOptions{Endpoint: endpoint,
+					Args: []string{"--shared-pki-dir=" + filepath.Join(dir, "pki"), "--kms-key-file=" + replicaKeys}}), "cannot decrypt /registry/secrets/"})
 			}
 			for _, c := range cases {
 				c.setup()

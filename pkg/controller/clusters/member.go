@@ -203,6 +203,9 @@ func (mi *memberInformers) add(dyn dynamic.Interface, w *watch) {
 			cancel: cancel,
 			regs:   map[*watch]cache.ResourceEventHandlerRegistration{},
 		}
+		if err := ri.informer.SetTransform(StripManagedFields); err != nil {
+			klog.ErrorS(err, "Setting the member cache's transform", "resource", w.gvr)
+		}
 		mi.byGVR[w.gvr] = ri
 		go ri.informer.Run(ctx.Done())
 	}
@@ -366,4 +369,17 @@ func trim(body []byte, err error) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// StripManagedFields drops metadata.managedFields from objects entering a
+// cache: the controller never reads them, and they are a large part of a
+// small object. Writes built from a cached object send none, which the
+// API server reads as "unchanged".
+func StripManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+	}
+	return obj, nil
 }

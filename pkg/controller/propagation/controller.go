@@ -117,6 +117,9 @@ func New(t *Type, opts Options, env Env) *Controller {
 	registerMetrics()
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	if err := c.informer.SetTransform(clusters.StripManagedFields); err != nil {
+		klog.ErrorS(err, "Setting the federated cache's transform", "type", t.Name)
+	}
 	return c
 }
 

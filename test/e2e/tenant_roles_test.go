@@ -95,12 +95,15 @@ func TestTenantRoles(t *testing.T) {
 		}
 		ctl.ok(t, "tenant", "create", "other", "--tenant=beta", "--workspace=dev")
 		k.MustRun(t, "", "create", "namespace", "plain")
-		before := k.MustRun(t, "", "get", "namespaces", "--show-labels")
+		// Names, resource versions and labels: what a write would change
+		// (the AGE column of the default output changes by itself).
+		namespaces := []string{"get", "namespaces", "-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.resourceVersion} {.metadata.labels}{"\n"}{end}`}
+		before := k.MustRun(t, "", namespaces...)
 		ctl.fails(t, `namespace shop belongs to tenant "acme", not "beta"; choose another namespace name`, "tenant", "create", "shop", "--tenant=beta", "--workspace=prod")
 		ctl.fails(t, `namespace shop is workspace "prod" of tenant "acme", not "test"`, "tenant", "create", "shop", "--tenant=acme", "--workspace=test")
 		ctl.fails(t, "namespace kube-federation-system is reserved for the plane", "tenant", "create", fedNS, "--tenant=acme", "--workspace=prod")
 		ctl.fails(t, "--workspace is required", "tenant", "create", "blog", "--tenant=acme")
-		if after := k.MustRun(t, "", "get", "namespaces", "--show-labels"); after != before {
+		if after := k.MustRun(t, "", namespaces...); after != before {
 			t.Errorf("failed creates changed namespaces:\n%s\nthen\n%s", before, after)
 		}
 		// A namespace of no tenant is labelled.

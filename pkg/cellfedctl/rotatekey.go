@@ -102,6 +102,15 @@ func (r *rotateKeyOptions) run(ctx context.Context) error {
 		}
 		gvrs = append(gvrs, gvr)
 	}
+	// A plane without a KMS v2 provider would never pick the key up:
+	// refuse before the key file is touched.
+	metrics, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the plane's /metrics (rotate-key needs an administrator's kubeconfig): %w", err)
+	}
+	if !hasKeyStatus(metrics, "") {
+		return errors.New(`the plane reports no KMS v2 provider: it runs with --encrypted-resources="" or an --encryption-provider-config without kms v2, so there is no key to rotate; no key was added`)
+	}
 	out := r.streams.Out
 	keyID := r.keyID
 	if r.keyFile != "" {

@@ -93,6 +93,10 @@ type Controller struct {
 	// every selected member; reflowing: the first member event not yet
 	// in the status (for the latency and reflow delay metrics).
 	propagating, reflowing *since
+	// finalized: the resourceVersion each finalizer patch wrote, until
+	// the cache shows it (a reconcile of the older cached copy would
+	// patch again and be refused as a conflict).
+	finalized *finalizerPatches
 }
 
 // New builds the controller of one type.
@@ -111,6 +115,7 @@ func New(t *Type, opts Options, env Env) *Controller {
 		statusWrites: newWriteLimiter(opts.StatusInterval),
 		settle:       newSettler(opts.StatusInterval),
 		written:      newLastWrites(),
+		finalized:    &finalizerPatches{m: map[string]finalizerPatch{}},
 		propagating:  newSince(),
 		reflowing:    newSince(),
 	}
@@ -291,6 +296,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return false, err
 	}
 	if !exists {
+		c.finalized.forget(key)
 		c.records.forget(key)
 		c.settle.done(key)
 		c.propagating.forget(key)
@@ -305,14 +311,22 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.records.forget(key)
 		return false, nil
 	case !deleting && !hasFinalizer:
-		// An object created before the plane's admission set the
-		// finalizer, or through a plane without it.
+		if c.finalized.pending(key, fed.GetResourceVersion()) {
+			// Our finalizer patch is newer than the cache: its update
+			// event enqueues the object again (and, should it never
+			// come, this does).
+			c.queue.AddAfter(key, finalizerPatchPatience)
+			return false, nil
+		}
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizer).Inc()
 		updated, err := c.setFinalizer(ctx, fed, true)
 		if err != nil {
 			return false, fmt.Errorf("adding finalizer: %w", err)
 		}
+		c.finalized.wrote(key, updated.GetResourceVersion())
 		fed = updated
+	default:
+		c.finalized.forget(key)
 	}
 	var w work
 	if !deleting {

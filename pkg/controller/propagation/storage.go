@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,4 +111,56 @@ func (c *Controller) setFinalizer(ctx context.Context, fed *unstructured.Unstruc
 		c.fallBack(err)
 	}
 	return c.resource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+}
+
+// finalizerPatches remembers the finalizer patches the cache has not
+// shown yet.
+type finalizerPatches struct {
+	mu sync.Mutex
+	m  map[string]finalizerPatch
+}
+
+type finalizerPatch struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// finalizerPatchPatience bounds how long a reconcile waits for the cache
+// to show a finalizer patch before it patches again.
+const finalizerPatchPatience = 10 * time.Second
+
+func (f *finalizerPatches) wrote(key, rv string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[key] = finalizerPatch{resourceVersion: rv, at: time.Now()}
+}
+
+func (f *finalizerPatches) forget(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, key)
+}
+
+// pending reports whether a finalizer patch of key is newer than the
+// cached resourceVersion cachedRV (and recent).
+func (f *finalizerPatches) pending(key, cachedRV string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.m[key]
+	if !ok {
+		return false
+	}
+	if time.Since(p.at) > finalizerPatchPatience || !olderResourceVersion(cachedRV, p.resourceVersion) {
+		delete(f.m, key)
+		return false
+	}
+	return true
+}
+
+// olderResourceVersion compares two resourceVersions of one object as the
+// numbers etcd and kine make them; anything else counts as not older.
+func olderResourceVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
 }

@@ -45,7 +45,6 @@ const deployNamespace = "cellfed-system"
 
 var userSecrets = []string{"cellfed-controller-kubeconfig", "cellfed-datastore", "cellfed-kms", "cellfed-pki"}
 
-
 // sharedPKIFiles are the files --shared-pki-dir holds, named by the code
 // that reads them in the data dir.
 func sharedPKIFiles() []string {

@@ -175,7 +175,12 @@ func TestHubAdmitAndDisconnect(t *testing.T) {
 	testAgent(t, h, f, "alpha", target)
 	testAgent(t, h, f, "beta", target)
 
-	poll(t, "alpha's agent", func() bool { return h.Connected("alpha") == 1 })
+	// The hub counts the agent once its stream is open; ANP registers
+	// it as a backend a moment later.
+	poll(t, "alpha's agent", func() bool {
+		body, err := getVia(t, h, srv, "alpha")
+		return h.Connected("alpha") == 1 && err == nil && body == "member"
+	})
 	if body, err := getVia(t, h, srv, "alpha"); err != nil || body != "member" {
 		t.Fatalf("through alpha's tunnel: %q, %v", body, err)
 	}

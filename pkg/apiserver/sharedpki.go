@@ -36,7 +36,7 @@ func copySharedPKI(src string, files pki.Files) error {
 		return fmt.Errorf("creating certificate directory %s: %w", files.Dir, err)
 	}
 	// Check every file before writing any.
-	var todo []string
+	todo := map[string][]byte{}
 	for _, name := range SharedPKIFiles {
 		want, err := os.ReadFile(filepath.Join(src, name))
 		if err != nil {
@@ -49,16 +49,12 @@ func copySharedPKI(src string, files pki.Files) error {
 		case err == nil:
 			return fmt.Errorf("%s differs from %s in --shared-pki-dir: this data dir belongs to another plane; move its pki directory away (its serving and admin certificates are then re-issued from the shared CA)", dst, filepath.Join(src, name))
 		case errors.Is(err, fs.ErrNotExist):
-			todo = append(todo, name)
+			todo[name] = want
 		default:
 			return fmt.Errorf("reading %s: %w", dst, err)
 		}
 	}
-	for _, name := range todo {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			return fmt.Errorf("reading the shared PKI: %w", err)
-		}
+	for name, b := range todo {
 		mode := os.FileMode(0o600)
 		if strings.HasSuffix(name, ".crt") {
 			mode = 0o644

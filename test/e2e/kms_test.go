@@ -41,7 +41,7 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 				t.Fatalf("the plane's KMS key file %s: %v (mode %v), want a 0600 file", keyFile, err, fi)
 			}
 
-			token := "kms-canary-" + strings.ReplaceAll(backend.name, "-", "") + "-7f3a9c"
+			token := "kms-canary-" + backend.name + "-7f3a9c"
 			encoded := base64.StdEncoding.EncodeToString([]byte(token))
 			k.MustRun(t, "", "-n", "kube-federation-system", "create", "secret", "generic", "member1-credentials", "--from-literal=token="+token)
 			for i := range 20 {

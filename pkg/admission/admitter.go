@@ -25,7 +25,9 @@ type Admitter struct {
 // Mutate initialises the object of r in place: Cells and federated objects
 // get their namespace's tenant and workspace labels, a v1beta1 cluster
 // selector that names no cellfed.io/ label is pinned to physical
-// clusters, and a KubeFedConfig gets KubeFed's defaults.
+// clusters, a created federated object of a type a controller propagates
+// gets the sync controller's finalizer, and a KubeFedConfig gets KubeFed's
+// defaults.
 func (a *Admitter) Mutate(r Request) error {
 	if r.Object == nil || r.SubResource != "" || (r.Operation != Create && r.Operation != Update) {
 		return nil
@@ -41,6 +43,9 @@ func (a *Admitter) Mutate(r Request) error {
 	}
 	if r.isFederated() {
 		pinPhysicalSelector(r.Object.Object)
+		if err := a.addSyncFinalizer(r); err != nil {
+			return err
+		}
 	}
 	if r.Namespace == "" {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,6 +100,7 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
 	before := r.Object.GetLabels()
+	finsBefore := r.Object.GetFinalizers()
 	selBefore, _, _ := unstructured.NestedFieldCopy(r.Object.Object, "spec", "placement", "clusterSelector")
 	specBefore := runtime.DeepCopyJSONValue(r.Object.Object["spec"])
 	if err := h.Admitter.Mutate(r); err != nil {
@@ -109,6 +111,9 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	var ops []map[string]any
 	if after := r.Object.GetLabels(); !maps.Equal(before, after) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels", "value": after})
+	}
+	if after := r.Object.GetFinalizers(); !slices.Equal(finsBefore, after) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": after})
 	}
 	if selAfter, _, _ := unstructured.NestedFieldNoCopy(r.Object.Object, "spec", "placement", "clusterSelector"); !reflect.DeepEqual(selBefore, selAfter) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/placement/clusterSelector", "value": selAfter})

@@ -202,6 +202,17 @@ spec:
 		}
 	})
 
+	t.Run("no controller runs: created objects get no finalizer and delete at once", func(t *testing.T) {
+		// Admission sets KubeFed's sync finalizer only while a controller
+		// reports the type Running in its FederatedTypeConfig: here none
+		// runs, so nothing would ever remove it.
+		if got := field(getJSON(t, k, "-n", "shop", "get", fdV1beta1, "web"), "metadata", "finalizers"); got != nil {
+			t.Errorf("finalizers of a FederatedDeployment created without a controller = %v, want none", got)
+		}
+		k.MustRun(t, "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedConfigMap\nmetadata: {name: gone, namespace: shop}\nspec: {placement: {topologies: [{name: rz00a}]}, template: {data: {a: b}}}\n", "create", "-f", "-")
+		k.MustRun(t, "", "-n", "shop", "delete", "federatedconfigmaps.v1beta2.types.kubefed.io", "gone", "--wait=true", "--timeout=30s")
+	})
+
 	t.Run("after a restart both versions still read", func(t *testing.T) {
 		plane.Stop(30 * time.Second)
 		plane.RestartAndWait(t)

@@ -257,6 +257,30 @@ func TestPropagation(t *testing.T) {
 		}
 	})
 
+	t.Run("created objects carry the finalizer from admission while the controller runs", func(t *testing.T) {
+		// The controller reports the type Running in its
+		// FederatedTypeConfig; from then on the plane's admission sets
+		// KubeFed's sync finalizer on create, so the controller does not
+		// write a new object just to add it (a server-side dry run shows
+		// what admission did, with no controller involved).
+		cm := "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedConfigMap\nmetadata: {name: fin, namespace: shop}\nspec: {placement: {topologies: [{name: rz00a}]}, template: {data: {a: b}}}\n"
+		eventually(t, "a dry-run create to carry kubefed.io/sync-controller", func() (bool, string) {
+			out, err := f.kubectl.Run(ctx, cm, "create", "--dry-run=server", "-o", "jsonpath={.metadata.finalizers}", "-f", "-")
+			return err == nil && strings.Contains(out, "kubefed.io/sync-controller"), fmt.Sprintf("%q %v", out, err)
+		})
+		f.kubectl.MustRun(t, "", "-n", "kube-federation-system", "patch", "federatedtypeconfigs", "configmaps", "--type=merge", "-p", `{"spec":{"propagation":"Disabled"}}`)
+		eventually(t, "creates of a type no longer propagated to go without the finalizer", func() (bool, string) {
+			out, err := f.kubectl.Run(ctx, cm, "create", "--dry-run=server", "-o", "jsonpath={.metadata.finalizers}", "-f", "-")
+			return err == nil && !strings.Contains(out, "kubefed.io/sync-controller"), fmt.Sprintf("%q %v", out, err)
+		})
+		f.kubectl.MustRun(t, "", "-n", "kube-federation-system", "patch", "federatedtypeconfigs", "configmaps", "--type=merge", "-p", `{"spec":{"propagation":"Enabled"}}`)
+		eventually(t, "the controller to run configmaps again", func() (bool, string) {
+			out, err := f.kubectl.Run(ctx, "", "-n", "kube-federation-system", "get", "federatedtypeconfigs", "configmaps", "-o", "jsonpath={.status.propagationController} {.status.observedGeneration} {.metadata.generation}")
+			st := strings.Fields(out)
+			return err == nil && len(st) == 3 && st[0] == "Running" && st[1] == st[2], out
+		})
+	})
+
 	t.Run("tenants reach only their own cells", func(t *testing.T) {
 		// Same name in two tenants, same cell name rz00a, both on member-0:
 		// each lands in its own namespace.

@@ -63,9 +63,14 @@ type raceResult struct {
 	// writes by kind for new objects, updates and no-ops.
 	histLatency                   map[int][2]time.Duration
 	ctrlNew, ctrlUpdate, ctrlNoop map[string]int
+	// getsNew, getsUpdate, getsNoop: the controller's member GETs.
+	getsNew, getsUpdate, getsNoop int
 	cpu                           time.Duration
 	peakRSS                       float64
-	notes                         []string
+	// baseRSS: the controller's RSS with the members joined, before the
+	// race objects; endRSS: after the no-op phase.
+	baseRSS, endRSS float64
+	notes           []string
 }
 
 // BenchmarkControllerRace runs upstream KubeFed v0.10.0 and
@@ -180,6 +185,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	planeClient := plane.Client(b)
 	pc0 := readPlaneCost(b, planeClient)
 	cm0 := scrape()
+	res.baseRSS = procStatusMiB(b, pid, "VmRSS:")
 	start := time.Now()
 	forEach(raceObjects, func(i int) {
 		createFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), all)
@@ -213,6 +219,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	res.planeNew = pc1.since(pc0)
 	cm1 := scrape()
 	res.ctrlNew = cm1.writesSince(cm0)
+	res.getsNew = cm1.memberGets - cm0.memberGets
 
 	// One template update of every object: member updates counted until
 	// every member object is updated, plane writes until it is quiet.
@@ -232,6 +239,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	res.planeUpdate = pc2.since(pc1)
 	cm2 := scrape()
 	res.ctrlUpdate = cm2.writesSince(cm1)
+	res.getsUpdate = cm2.memberGets - cm1.memberGets
 	for i := range members {
 		d := memberWrites(b, kubes[i])
 		res.updates.Creates += d.Creates - writes0[i].Creates
@@ -246,7 +254,8 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	})
 	pc3 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
 	res.planeNoop = pc3.since(pc2)
-	res.ctrlNoop = scrape().writesSince(cm2)
+	cm3 := scrape()
+	res.ctrlNoop, res.getsNoop = cm3.writesSince(cm2), cm3.memberGets-cm2.memberGets
 	for i := range members {
 		d := memberWrites(b, kubes[i])
 		res.noop.Creates += d.Creates - writes0[i].Creates
@@ -255,6 +264,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	}
 	res.cpu = cpuTime(b, pid) - cpu0
 	res.peakRSS = procStatusMiB(b, pid, "VmHWM:")
+	res.endRSS = procStatusMiB(b, pid, "VmRSS:")
 
 	if cellfed {
 		// 50 cells: 30 more in two more workspaces, sharing members.
@@ -513,12 +523,19 @@ func report(b *testing.B, kf, cf raceResult) {
 		fmt.Sprintf("%d/%d/%d", cf.noop.Creates, cf.noop.Updates, cf.noop.Deletes))
 	fmt.Fprintf(&s, "%-38s %16.1f s %16.1f s %10s\n", "controller CPU", kf.cpu.Seconds(), cf.cpu.Seconds(), ratio(kf.cpu, cf.cpu))
 	fmt.Fprintf(&s, "%-38s %14.0f MiB %14.0f MiB\n", "controller peak RSS", kf.peakRSS, cf.peakRSS)
+	fmt.Fprintf(&s, "%-38s %14.0f MiB %14.0f MiB\n", "controller RSS before the objects", kf.baseRSS, cf.baseRSS)
+	perEntry := func(r raceResult, rss float64) float64 {
+		return (rss - r.baseRSS) * 1024 / float64(raceObjects*raceMembers)
+	}
+	fmt.Fprintf(&s, "%-38s %14.2f KiB %14.2f KiB\n", "RSS growth per object x cell, peak", perEntry(kf, kf.peakRSS), perEntry(cf, cf.peakRSS))
+	fmt.Fprintf(&s, "%-38s %14.2f KiB %14.2f KiB\n", "RSS growth per object x cell, at end", perEntry(kf, kf.endRSS), perEntry(cf, cf.endRSS))
 	for n, l := range cf.histLatency {
 		fmt.Fprintf(&s, "%-38s %18s %12.1f/%.1f ms  (the controller's propagation_latency_seconds: observed → written)\n",
 			fmt.Sprintf("histogram p50/p99 to %d cells", n), "", ms(l[0]), ms(l[1]))
 	}
 	if cf.ctrlNew != nil {
 		fmt.Fprintf(&s, "cellfed-controller's plane_writes_total: new %v, update %v, no-op %v\n", cf.ctrlNew, cf.ctrlUpdate, cf.ctrlNoop)
+		fmt.Fprintf(&s, "cellfed-controller's member GETs: new %d, update %d, no-op %d\n", cf.getsNew, cf.getsUpdate, cf.getsNoop)
 	}
 	for _, r := range []raceResult{kf, cf} {
 		fmt.Fprintf(&s, "plane, %s, %d new objects (incl. the bench's creates): %s\n", r.name, raceObjects, r.planeNew.String(raceObjects))

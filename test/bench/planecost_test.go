@@ -130,6 +130,8 @@ func waitPlaneQuiet(b *testing.B, c kubernetes.Interface, quiet, timeout time.Du
 type controllerMetrics struct {
 	buckets map[float64]float64
 	writes  map[string]int
+	// memberGets are the controller's GETs of member objects.
+	memberGets int
 }
 
 func readControllerMetrics(b *testing.B, url string) controllerMetrics {
@@ -161,6 +163,8 @@ func readControllerMetrics(b *testing.B, url string) controllerMetrics {
 			cm.buckets[le] += n
 		case strings.HasPrefix(line, "cellfed_controller_plane_writes_total{"):
 			cm.writes[label(line, "kind")] += int(n)
+		case strings.HasPrefix(line, "cellfed_controller_member_request_duration_seconds_count{") && label(line, "verb") == "get":
+			cm.memberGets += int(n)
 		}
 	}
 	return cm

@@ -100,7 +100,29 @@ func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string
 	c.namespaces = informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer()
 	c.versions = dynamicinformer.NewFilteredDynamicInformer(plane, propagatedVersions, metav1.NamespaceAll, 0,
 		cache.Indexers{byCluster: func(obj any) ([]string, error) { return recordClusters(obj), nil }}, nil).Informer()
+	if err := c.versions.SetTransform(leanRecord); err != nil {
+		klog.ErrorS(err, "Setting the records cache's transform")
+	}
 	return c
+}
+
+// leanRecord keeps of a PropagatedVersion what the cell controller reads,
+// the cluster names (it counts each cluster's objects), and its metadata
+// without managedFields: a record of an object on many cells is mostly
+// versions and managedFields listing each cluster.
+func leanRecord(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	names := recordClusters(u)
+	list := make([]any, len(names))
+	for i, n := range names {
+		list[i] = map[string]any{"clusterName": n}
+	}
+	u.Object = map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": u.Object["metadata"],
+		"status": map[string]any{"clusterVersions": list}}
+	return clusters.StripManagedFields(u)
 }
 
 // Run reconciles until ctx ends.

@@ -63,13 +63,16 @@ type memberInformers struct {
 
 type resourceInformer struct {
 	informer cache.SharedIndexInformer
+	spec     []string // the spec fields its cache keeps
 	cancel   context.CancelFunc
 	regs     map[*watch]cache.ResourceEventHandlerRegistration
 }
 
 // watch is one handler of one resource, registered with Registry.Watch.
 type watch struct {
-	gvr     schema.GroupVersionResource
+	gvr schema.GroupVersionResource
+	// spec are the spec fields the member cache keeps (see Lean).
+	spec    []string
 	handler cache.ResourceEventHandler
 }
 
@@ -146,7 +149,8 @@ var ErrNotSynced = errors.New("member cache not synced")
 
 // Get returns the managed object ns/name of gvr from the member's cache,
 // nil when the cache does not hold it. It fails with ErrNotSynced while
-// the member is not ready or its informer is still loading.
+// the member is not ready or its informer is still loading. The object
+// is lean (see Lean): metadata and status, no content.
 func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	m.mu.Lock()
 	var ri *resourceInformer
@@ -203,11 +207,16 @@ func (mi *memberInformers) add(dyn dynamic.Interface, w *watch) {
 			cancel: cancel,
 			regs:   map[*watch]cache.ResourceEventHandlerRegistration{},
 		}
-		if err := ri.informer.SetTransform(StripManagedFields); err != nil {
+		if err := ri.informer.SetTransform(Lean(w.spec)); err != nil {
 			klog.ErrorS(err, "Setting the member cache's transform", "resource", w.gvr)
 		}
+		ri.spec = w.spec
 		mi.byGVR[w.gvr] = ri
 		go ri.informer.Run(ctx.Done())
+	} else if !slices.Equal(ri.spec, w.spec) {
+		// One controller watches a type; a second watcher asking for
+		// other spec fields would not find them in the cache.
+		klog.ErrorS(nil, "A member cache is shared by watchers keeping different spec fields", "resource", w.gvr, "kept", ri.spec, "asked", w.spec)
 	}
 	reg, err := ri.informer.AddEventHandler(w.handler)
 	if err != nil {
@@ -369,6 +378,42 @@ func trim(body []byte, err error) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// Lean returns the transform of a member cache. It keeps of each object
+// what the controller reads from the cache: apiVersion, kind, metadata
+// without managedFields (labels and annotations whole: the no-op check
+// compares them with the template's), status (reflowed to the federated
+// object), and the spec fields named in spec (those readiness reads, such
+// as replicas). Everything else, the rest of spec, data, rules and so on,
+// is dropped: the controller reads an object's content from the member
+// itself, on the rare occasions it needs it.
+func Lean(spec []string) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		lean := make(map[string]any, 5)
+		for _, k := range []string{"apiVersion", "kind", "metadata", "status"} {
+			if v, ok := u.Object[k]; ok {
+				lean[k] = v
+			}
+		}
+		if s, ok := u.Object["spec"].(map[string]any); ok {
+			kept := map[string]any{}
+			for _, f := range spec {
+				if v, ok := s[f]; ok {
+					kept[f] = v
+				}
+			}
+			if len(kept) > 0 {
+				lean["spec"] = kept
+			}
+		}
+		u.Object = lean
+		return StripManagedFields(u)
+	}
 }
 
 // StripManagedFields drops metadata.managedFields from objects entering a

@@ -144,11 +144,12 @@ func (r *Registry) Subscribe(fn func()) {
 }
 
 // Watch makes every ready member run an informer on gvr (managed objects
-// only) that reports to h. It may be called at any time; the returned
-// function undoes it (a stopped type leaves no handler behind, and a
-// member's informer for gvr stops with its last handler).
-func (r *Registry) Watch(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) (unwatch func()) {
-	w := &watch{gvr: gvr, handler: h}
+// only) that reports to h. Its cache holds lean objects keeping the spec
+// fields named in spec (see Lean). It may be called at any time; the
+// returned function undoes it (a stopped type leaves no handler behind,
+// and a member's informer for gvr stops with its last handler).
+func (r *Registry) Watch(gvr schema.GroupVersionResource, spec []string, h cache.ResourceEventHandler) (unwatch func()) {
+	w := &watch{gvr: gvr, spec: spec, handler: h}
 	r.mu.Lock()
 	r.watched[gvr] = append(r.watched[gvr], w)
 	members := make([]*Member, 0, len(r.members))

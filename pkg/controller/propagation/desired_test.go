@@ -1036,7 +1036,7 @@ func TestAnnotationAndLabelRules(t *testing.T) {
 	ml := member.GetLabels()
 	ml["member-added"] = "x"
 	member.SetLabels(ml)
-	if !upToDate(d1, member, "") {
+	if !upToDate(d1, member) {
 		t.Errorf("the member's own status-like annotation and label made the object out of date")
 	}
 
@@ -1048,7 +1048,7 @@ func TestAnnotationAndLabelRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if upToDate(d2, member, "") {
+	if upToDate(d2, member) {
 		t.Fatalf("dropped keys did not make the object out of date")
 	}
 	out := retain(PolicyFor(svc), d2.obj, member, false)
@@ -1064,7 +1064,7 @@ func TestAnnotationAndLabelRules(t *testing.T) {
 	if _, ok := gotLabels["tier"]; ok || gotLabels["member-added"] != "x" || gotLabels["app"] != "web" {
 		t.Errorf("labels after the write: %v (want tier removed, member-added and app kept)", gotLabels)
 	}
-	if !upToDate(d2, out, "") {
+	if !upToDate(d2, out) {
 		t.Errorf("the object just written is not up to date")
 	}
 	// Drift: an edit of a spec-like key is corrected, of a status-like one
@@ -1073,12 +1073,66 @@ func TestAnnotationAndLabelRules(t *testing.T) {
 	da := drift.GetAnnotations()
 	da["status.cafe.sofastack.io/loadbalancer"] = "changed by the member"
 	drift.SetAnnotations(da)
-	if !upToDate(d2, drift, "") {
+	if !upToDate(d2, drift) {
 		t.Errorf("a member edit of a status-like annotation made the object out of date")
 	}
 	da["service.beta.kubernetes.io/lb"] = "edited"
 	drift.SetAnnotations(da)
-	if upToDate(d2, drift, "") {
+	if upToDate(d2, drift) {
 		t.Errorf("a member edit of a spec-like annotation is not corrected")
+	}
+}
+
+// TestUnchanged checks the cache-only no-op check on lean member objects
+// (metadata and status, as the member cache keeps them): anything it does
+// not find right sends the controller to the member for the content.
+func TestUnchanged(t *testing.T) {
+	d, err := build(deploymentType, fedObj("ns1", "web"), deployTemplate(), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean := func(edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		out, err := clusters.Lean([]string{"replicas"})(d.obj.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := out.(*unstructured.Unstructured)
+		u.SetGeneration(4)
+		if edit != nil {
+			edit(u)
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name     string
+		cached   *unstructured.Unstructured
+		recorded string
+		want     bool
+	}{
+		{"the recorded version, as written", lean(nil), "gen:4", true},
+		{"no record (restart without one, takeover)", lean(nil), "", false},
+		{"a newer version (drift on the member)", lean(nil), "gen:3", false},
+		{"written by KubeFed: no hash", lean(func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			delete(a, HashAnnotation)
+			u.SetAnnotations(a)
+		}), "gen:4", true},
+		{"another hash", lean(func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			a[HashAnnotation] = "other"
+			u.SetAnnotations(a)
+		}), "gen:4", false},
+		{"a template label taken off on the member", lean(func(u *unstructured.Unstructured) { u.SetLabels(nil) }), "gen:4", false},
+		{"member additions", lean(func(u *unstructured.Unstructured) {
+			l := u.GetLabels()
+			l["member-added"] = "x"
+			u.SetLabels(l)
+		}), "gen:4", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unchanged(d, tc.cached, tc.recorded); got != tc.want {
+				t.Errorf("unchanged = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
@@ -29,44 +30,78 @@ func (c *Controller) memberResource(m *clusters.Member, namespace string) dynami
 // ensure makes the member hold d: create it when absent, update it when
 // it differs, and nothing when it already matches. recorded is the
 // member's version the record holds for the object as it is now.
+//
+// The member cache holds lean objects (metadata and status): an object
+// unchanged since the recorded write is found right from the cache alone.
+// Any other is read from the member, compared and, when it differs,
+// updated over what the member holds.
 func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured, m *clusters.Member, cluster string, d desired, retainReplicas bool, recorded string) result {
 	ns, name := d.obj.GetNamespace(), d.obj.GetName()
-	existing, err := m.Get(c.typ.Target, ns, name)
+	cached, err := m.Get(c.typ.Target, ns, name)
 	if err != nil {
 		return result{status: StatusClusterNotReady, unknown: true, retry: true}
 	}
-	if existing == nil {
+	if cached == nil {
 		return c.create(ctx, fed, m, cluster, d, retainReplicas)
 	}
-	if upToDate(d, existing, recorded) {
+	if unchanged(d, cached, recorded) {
+		return result{status: StatusOK, version: objectVersion(cached)}
+	}
+	existing, err := c.read(ctx, m, ns, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.create(ctx, fed, m, cluster, d, retainReplicas)
+	case err != nil:
+		st := StatusUpdateFailed
+		if isTimeout(ctx, err) {
+			st = StatusUpdateTimedOut
+		}
+		return result{status: st, unknown: true, present: true, err: fmt.Errorf("reading the member object: %w", err)}
+	}
+	if upToDate(d, existing) {
 		return result{status: StatusOK, version: objectVersion(existing)}
 	}
 	return c.update(ctx, m, d, existing, retainReplicas, StatusUpdateFailed)
 }
 
-// upToDate reports whether the member object is what d describes. As in
-// KubeFed, an object whose version is the recorded one is unchanged since
-// it was written — when its labels and annotations (which do not bump a
-// generation) still hold what d sets, and it carries d's hash or none (an
-// object written by KubeFed itself). Otherwise its content decides: a
-// restarted controller, or one taking over from KubeFed, rewrites nothing
-// that is right, and a member edit of a field d sets is corrected.
+// read gets the member object ns/name from the member itself, in one of
+// its request slots.
+func (c *Controller) read(ctx context.Context, m *clusters.Member, ns, name string) (*unstructured.Unstructured, error) {
+	if err := m.Acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer m.Release()
+	return c.memberResource(m, ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// unchanged reports whether the cached member object is the one last
+// written, as d describes it. As in KubeFed, an object whose version is
+// the recorded one is unchanged since it was written — when its labels
+// and annotations (which do not bump a generation) still hold what d
+// sets, and it carries d's hash or none (an object written by KubeFed
+// itself). It reads metadata only, so a lean cached object will do.
+func unchanged(d desired, cached *unstructured.Unstructured, recorded string) bool {
+	if recorded == "" || recorded != objectVersion(cached) {
+		return false
+	}
+	h := cached.GetAnnotations()[HashAnnotation]
+	return (h == d.hash || h == "") && subset(d.obj.GetLabels(), cached.GetLabels()) &&
+		subset(withoutOwn(d.obj.GetAnnotations()), cached.GetAnnotations())
+}
+
+// upToDate reports whether the whole member object holds what d
+// describes: a restarted controller without a record, or one taking over
+// from KubeFed, rewrites nothing that is right, and a member edit of a
+// field d sets is corrected.
 //
 // The controller's own bookkeeping annotations (hash, tracked keys) never
 // make an object out of date by themselves; they are rewritten with the
 // next write. Keys the last write set that the template dropped do.
-func upToDate(d desired, existing *unstructured.Unstructured, recorded string) bool {
-	want := withoutOwn(d.obj.GetAnnotations())
-	if recorded != "" && recorded == objectVersion(existing) {
-		h := existing.GetAnnotations()[HashAnnotation]
-		if (h == d.hash || h == "") && subset(d.obj.GetLabels(), existing.GetLabels()) && subset(want, existing.GetAnnotations()) {
-			return true
-		}
-	}
+func upToDate(d desired, existing *unstructured.Unstructured) bool {
 	if staleLabels, staleAnn := staleKeys(d.obj, existing); len(staleLabels)+len(staleAnn) > 0 {
 		return false
 	}
-	return covers(existing.Object, withAnnotations(d.obj.Object, want))
+	return covers(existing.Object, withAnnotations(d.obj.Object, withoutOwn(d.obj.GetAnnotations())))
 }
 
 // withAnnotations is obj with metadata.annotations replaced by ann, sharing
@@ -194,14 +229,17 @@ func (c *Controller) ensureRemoved(ctx context.Context, fed *unstructured.Unstru
 		release = true
 	}
 	if release {
-		obj := existing.DeepCopy()
-		l := obj.GetLabels()
-		delete(l, clusters.ManagedLabel)
-		obj.SetLabels(l)
-		ann := obj.GetAnnotations()
-		delete(ann, HashAnnotation)
-		obj.SetAnnotations(ann)
-		_, err = c.memberResource(m, ns).Update(ctx, obj, metav1.UpdateOptions{})
+		// A patch, as the cache holds no content to write back; the
+		// resourceVersion makes it fail when the cache was behind.
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": existing.GetResourceVersion(),
+			"labels":          map[string]any{clusters.ManagedLabel: nil},
+			"annotations":     map[string]any{HashAnnotation: nil},
+		}})
+		if err != nil {
+			return result{status: StatusLabelRemovalFailed, unknown: true, present: true, err: err}
+		}
+		_, err = c.memberResource(m, ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return result{status: StatusLabelRemovalFailed, unknown: true, present: true, err: err, retry: apierrors.IsConflict(err)}
 		}

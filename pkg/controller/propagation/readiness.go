@@ -9,18 +9,19 @@ import (
 // is ready once it is there.
 type Readiness func(obj *unstructured.Unstructured) bool
 
-func readinessFor(group, kind string) Readiness {
+// readinessFor is a kind's readiness and the spec fields it reads.
+func readinessFor(group, kind string) (Readiness, []string) {
 	switch group + "/" + kind {
 	case "apps/Deployment":
-		return deploymentReady
+		return deploymentReady, []string{"replicas"}
 	case "apps/StatefulSet":
-		return statefulSetReady
+		return statefulSetReady, []string{"replicas"}
 	case "apps/DaemonSet":
-		return daemonSetReady
+		return daemonSetReady, nil
 	case "batch/Job":
-		return jobReady
+		return jobReady, nil
 	}
-	return nil
+	return nil, nil
 }
 
 func num(obj *unstructured.Unstructured, fields ...string) int64 {

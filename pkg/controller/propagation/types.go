@@ -107,6 +107,9 @@ type Policy struct {
 	// Ready is the member object's readiness; nil for kinds that are
 	// ready once they are there.
 	Ready Readiness
+	// ReadySpec are the spec fields Ready reads: the member cache keeps
+	// them, and no other spec field.
+	ReadySpec []string
 }
 
 // PolicyFor is the policy of a target type. Every type keeps the
@@ -120,7 +123,8 @@ func PolicyFor(t *Type) Policy {
 	case t.Target.Group == "" && t.TargetKind == "ServiceAccount":
 		return Policy{RetainTop: []string{"secrets"}}
 	}
-	return Policy{Ready: readinessFor(t.Target.Group, t.TargetKind)}
+	ready, spec := readinessFor(t.Target.Group, t.TargetKind)
+	return Policy{Ready: ready, ReadySpec: spec}
 }
 
 // Options tune one type's controller.

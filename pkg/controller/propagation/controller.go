@@ -164,7 +164,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	// A change of a member object re-checks the federated object it
 	// belongs to (drift, deletion on the member).
-	unwatch := c.env.Clusters.Watch(c.typ.Target, c.policy.ReadySpec, cache.ResourceEventHandlerFuncs{
+	unwatch := c.env.Clusters.Watch(c.typ.Target, c.policy.CachedSpec(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueForMember,
 		UpdateFunc: func(_, obj any) { c.enqueueForMember(obj) },
 		DeleteFunc: c.enqueueForMember,

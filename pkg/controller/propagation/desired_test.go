@@ -1136,3 +1136,58 @@ func TestUnchanged(t *testing.T) {
 		})
 	}
 }
+
+func TestOutdated(t *testing.T) {
+	d, err := build(deploymentType, fedObj("ns1", "web"), deployTemplate(), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withHash := func(h string) *unstructured.Unstructured {
+		u := d.obj.DeepCopy()
+		a := u.GetAnnotations()
+		if h == "" {
+			delete(a, HashAnnotation)
+		} else {
+			a[HashAnnotation] = h
+		}
+		u.SetAnnotations(a)
+		return u
+	}
+	for _, tc := range []struct {
+		name   string
+		cached *unstructured.Unstructured
+		want   bool
+	}{
+		{"our last write was this content", withHash(d.hash), false},
+		{"our last write was other content (a release)", withHash("older"), true},
+		{"no hash (KubeFed's or a hand-made object): content decides", withHash(""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := outdated(d, tc.cached); got != tc.want {
+				t.Errorf("outdated = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCachedSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		policy    Policy
+		want      []string
+		fromCache bool
+	}{
+		{"deployment: readiness", PolicyFor(deploymentType), []string{"replicas"}, true},
+		{"service: what a write keeps", Policy{RetainSpec: []string{"clusterIP", "clusterIPs"}, RetainNodePorts: true}, []string{"clusterIP", "clusterIPs", "ports", "replicas"}, true},
+		{"service account: top-level secrets are not cached", Policy{RetainTop: []string{"secrets"}}, []string{"replicas"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.policy.CachedSpec(); !slices.Equal(got, tc.want) {
+				t.Errorf("CachedSpec = %v, want %v", got, tc.want)
+			}
+			if got := tc.policy.UpdatesFromCache(); got != tc.fromCache {
+				t.Errorf("UpdatesFromCache = %v, want %v", got, tc.fromCache)
+			}
+		})
+	}
+}

@@ -47,6 +47,12 @@ func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured,
 	if unchanged(d, cached, recorded) {
 		return result{status: StatusOK, version: objectVersion(cached)}
 	}
+	if c.policy.UpdatesFromCache() && outdated(d, cached) {
+		// Our last write was of other content (a release): write over
+		// it from the cache; a cache that was behind makes the update a
+		// conflict, retried once its event arrives.
+		return c.update(ctx, m, d, cached, retainReplicas, StatusUpdateFailed)
+	}
 	existing, err := c.read(ctx, m, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -87,6 +93,15 @@ func unchanged(d desired, cached *unstructured.Unstructured, recorded string) bo
 	h := cached.GetAnnotations()[HashAnnotation]
 	return (h == d.hash || h == "") && subset(d.obj.GetLabels(), cached.GetLabels()) &&
 		subset(withoutOwn(d.obj.GetAnnotations()), cached.GetAnnotations())
+}
+
+// outdated reports whether the member object carries the hash of a write
+// of other content than d: it needs an update whatever else it holds.
+// An object without the hash (written by KubeFed, or by hand) is not
+// known to be outdated: its content decides.
+func outdated(d desired, cached *unstructured.Unstructured) bool {
+	h := cached.GetAnnotations()[HashAnnotation]
+	return h != "" && h != d.hash
 }
 
 // upToDate reports whether the whole member object holds what d

@@ -9,6 +9,7 @@ package propagation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,6 +112,24 @@ type Policy struct {
 	// them, and no other spec field.
 	ReadySpec []string
 }
+
+// CachedSpec are the spec fields the member cache keeps: those readiness
+// reads and those a write keeps from the member (so an update can be
+// built from the cached object), replicas always (retainReplicas).
+func (p Policy) CachedSpec() []string {
+	fields := append([]string{"replicas"}, p.ReadySpec...)
+	fields = append(fields, p.RetainSpec...)
+	if p.RetainNodePorts {
+		fields = append(fields, "ports")
+	}
+	slices.Sort(fields)
+	return slices.Compact(fields)
+}
+
+// UpdatesFromCache reports whether an update can be built from a cached
+// (lean) member object: everything a write keeps from the member is in
+// the cache. Types keeping top-level fields read the member first.
+func (p Policy) UpdatesFromCache() bool { return len(p.RetainTop) == 0 }
 
 // PolicyFor is the policy of a target type. Every type keeps the
 // member's resourceVersion, finalizers, owner references and the labels

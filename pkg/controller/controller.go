@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"time"
@@ -68,6 +69,9 @@ type Options struct {
 	RetryPeriod         time.Duration
 	// HealthAddress serves /healthz, /readyz and /metrics ("" = off).
 	HealthAddress string
+	// Profiling serves net/http/pprof under /debug/pprof/ on
+	// HealthAddress, as Kubernetes components' --profiling does.
+	Profiling bool
 	// Tunnel, when its Address is set, reaches tunnelled clusters (those
 	// whose spec.proxyURL names a cluster as proxy user) through the tunnel
 	// hub's gRPC frontend instead of its CONNECT frontend. Empty
@@ -128,6 +132,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader keeps trying to renew before giving up; less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between attempts to take or renew the Lease")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz, /readyz and /metrics (empty: off)")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go profiles (net/http/pprof) under /debug/pprof/ on --health-address")
 }
 
 // Validate reports options that cannot work.
@@ -187,7 +192,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	}
 	var ready sync.Map // "leading", "synced" -> true
 	if o.HealthAddress != "" {
-		if err := serveHealth(ctx, o.HealthAddress, &ready, o.LeaderElect); err != nil {
+		if err := serveHealth(ctx, o.HealthAddress, &ready, o.Profiling); err != nil {
 			return err
 		}
 	}
@@ -524,9 +529,17 @@ func (s *typeSet) clusterChanged() {
 // serveHealth answers /healthz always, /readyz once this replica leads
 // (or runs without election) and the clusters are loaded, and /metrics
 // (Prometheus text: the propagation metrics, workqueue depth and latency
-// per type, client-go request metrics, Go runtime and process).
-func serveHealth(ctx context.Context, addr string, ready *sync.Map, leaderElect bool) error {
+// per type, client-go request metrics, Go runtime and process), and with
+// profiling net/http/pprof under /debug/pprof/.
+func serveHealth(ctx context.Context, addr string, ready *sync.Map, profiling bool) error {
 	mux := http.NewServeMux()
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ var (
 	raceMembers   = envInt("CELLFED_BENCH_MEMBERS", 20)
 	raceObjects   = envInt("CELLFED_BENCH_OBJECTS", 2000)
 	raceLatencies = envInt("CELLFED_BENCH_LATENCY_SAMPLES", 100)
+	raceRuns      = envInt("CELLFED_BENCH_RUNS", 3)
 	// CELLFED_BENCH_SKIP_KUBEFED=1 runs cellfed-controller alone (its
 	// before/after on a busy machine, where KubeFed's 10 s lease renewal
 	// deadline can make it exit).
@@ -46,8 +48,11 @@ var (
 
 // raceResult is one controller's run.
 type raceResult struct {
-	name         string
-	latency      map[int][2]time.Duration // cells → p50, p99
+	name    string
+	latency map[int][2]time.Duration // cells → p50, p99
+	// latMissing are the latency samples of a phase not on every cell
+	// within 2 min (left out of its percentiles).
+	latMissing   map[int]int
 	converge     time.Duration
 	converged    int // member objects present at the end
 	writes, noop framework.Writes
@@ -65,11 +70,19 @@ type raceResult struct {
 	ctrlNew, ctrlUpdate, ctrlNoop map[string]int
 	// getsNew, getsUpdate, getsNoop: the controller's member GETs.
 	getsNew, getsUpdate, getsNoop int
-	cpu                           time.Duration
-	peakRSS                       float64
-	// baseRSS: the controller's RSS with the members joined, before the
-	// race objects; endRSS: after the no-op phase.
-	baseRSS, endRSS float64
+	// endRSS: the controller's RSS after the no-op phase.
+	endRSS float64
+	// Controller and member CPU (the sum over the member
+	// kube-apiservers) over the convergence (create → every object on
+	// every cell) and over the whole race (latency phases to the no-op).
+	cpu, convCPU             time.Duration
+	memberCPU, memberConvCPU time.Duration
+	// The controller's RSS once the members are joined, before any object
+	// exists, and its peak (VmHWM) after the no-op.
+	baseRSS, peakRSS float64
+	// cpuTop and heapTop are `go tool pprof -top` of the controller's
+	// CPU over the convergence and its heap after it (cellfed only).
+	cpuTop, heapTop string
 	notes           []string
 }
 
@@ -79,25 +92,38 @@ type raceResult struct {
 // placed cells (p50/p99) and the convergence of objects × cells, with
 // member writes, CPU and peak RSS. One cell per member for KubeFed, which
 // deletes objects through any other KubeFedCluster reaching the same
-// member; cellfed additionally runs with 50 cells sharing members.
+// member; cellfed additionally runs with 50 cells sharing members. The
+// whole race is repeated CELLFED_BENCH_RUNS times on the same members
+// and one table of the medians is printed and written to
+// CELLFED_BENCH_TABLE.
 func BenchmarkControllerRace(b *testing.B) {
 	for range b.N {
+		started := time.Now()
 		// Four at a time: twenty kube-apiservers starting at once on two
 		// cores miss their own start-up deadlines.
 		var members []*framework.Server
 		for len(members) < raceMembers {
 			members = append(members, framework.StartMembers(b, min(4, raceMembers-len(members)))...)
+			fmt.Printf("race: %d/%d members ready (%.0f s)\n", len(members), raceMembers, time.Since(started).Seconds())
 		}
-		kf := raceResult{name: "KubeFed (skipped)", latency: map[int][2]time.Duration{}}
-		if os.Getenv("CELLFED_BENCH_SKIP_KUBEFED") == "" {
-			kf = race(b, members, "kf", false)
+		profiles := raceProfileDir(b)
+		fmt.Printf("race: cellfed-controller profiles in %s\n", profiles)
+		var kfs, cfs []raceResult
+		for run := 1; run <= raceRuns; run++ {
+			fmt.Printf("race: run %d of %d, %d members × %d objects\n", run, raceRuns, raceMembers, raceObjects)
+			kf := raceResult{name: "KubeFed (skipped)", latency: map[int][2]time.Duration{}}
+			if os.Getenv("CELLFED_BENCH_SKIP_KUBEFED") == "" {
+				kf = race(b, members, fmt.Sprintf("kf%d", run), false, "")
+			}
+			cf := race(b, members, fmt.Sprintf("cf%d", run), true, filepath.Join(profiles, fmt.Sprintf("run%d", run)))
+			report(b, run, kf, cf)
+			kfs, cfs = append(kfs, kf), append(cfs, cf)
 		}
-		cf := race(b, members, "cf", true)
-		report(b, kf, cf)
+		writeRaceTable(b, kfs, cfs, started)
 	}
 }
 
-func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool) raceResult {
+func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool, profileDir string) raceResult {
 	plane := framework.StartPlane(b, framework.PlaneOptions{})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	ns := prefix + "-shop"
@@ -117,7 +143,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 		cellClusters = append(cellClusters, ns+"."+cellName(i))
 	}
 	if cellfed {
-		c := framework.StartController(b, plane)
+		c := framework.StartController(b, plane, "--profiling")
 		ctrl, metricsURL = c.Process, c.HealthURL
 	} else {
 		res.name = "KubeFed v0.10.0"
@@ -138,7 +164,8 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	// gone by then, or they would fight over the members' objects.
 	defer plane.Stop(10 * time.Second)
 	defer ctrl.Stop(10 * time.Second)
-	cpu0 := cpuTime(b, pid)
+	res.baseRSS = procStatusMiB(b, pid, "VmRSS:")
+	cpu0, mcpu0 := cpuTime(b, pid), membersCPU(b, members)
 	w := startWatchers(b, members, configMaps, ns, (*unstructured.Unstructured).GetName)
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(b))
 	// KubeFed propagates a namespaced object only to clusters its
@@ -165,7 +192,9 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	res.histLatency = map[int][2]time.Duration{}
 	for _, n := range phases(len(members)) {
 		m0 := scrape()
-		res.latency[n] = latency(b, dyn, w, ns, fmt.Sprintf("lat%d", n), n)
+		var missing []string
+		res.latency[n], missing = latency(b, dyn, w, ns, fmt.Sprintf("lat%d", n), n)
+		res.noteMissing(n, n, missing)
 		m1 := scrape()
 		p50, ok50 := m1.quantile(m0, 0.5)
 		p99, ok99 := m1.quantile(m0, 0.99)
@@ -180,25 +209,36 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 		writes0[i] = memberWrites(b, kubes[i])
 	}
 
-	// Convergence: every object on every cell.
+	// Convergence: every object on every cell. The deadlines grow with
+	// the size: at 20 members × 2,000 objects the members' own writes
+	// take minutes on two cores.
 	all := cellNames(len(members))
+	want := raceObjects * len(members)
+	timeout := max(15*time.Minute, time.Duration(want)*50*time.Millisecond)
+	quietTimeout := max(time.Minute, time.Duration(raceObjects)*30*time.Millisecond)
 	planeClient := plane.Client(b)
 	pc0 := readPlaneCost(b, planeClient)
 	cm0 := scrape()
-	res.baseRSS = procStatusMiB(b, pid, "VmRSS:")
+	var prof *cpuProfiler
+	if cellfed && profileDir != "" {
+		prof = startCPUProfile(metricsURL, profileDir)
+	}
+	convCPU0, convMCPU0 := cpuTime(b, pid), membersCPU(b, members)
 	start := time.Now()
 	forEach(raceObjects, func(i int) {
 		createFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), all)
 	})
-	want := raceObjects * len(members)
-	deadline := time.Now().Add(15 * time.Minute)
-	for w.count("conv-") < want && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond) // polling the watchers' counter, which is the sync
-	}
+	res.converged = waitProgress(res.name+" convergence", "converged", want, timeout, 50*time.Millisecond, func() int { return w.count("conv-") })
 	res.converge = time.Since(start)
-	res.converged = w.count("conv-")
+	if prof != nil {
+		prof.end()
+	}
+	res.convCPU, res.memberConvCPU = cpuTime(b, pid)-convCPU0, membersCPU(b, members)-convMCPU0
 	if res.converged < want {
-		res.notes = append(res.notes, fmt.Sprintf("%s: only %d of %d member objects after 15 min", res.name, res.converged, want))
+		res.notes = append(res.notes, fmt.Sprintf("%s: only %d of %d member objects after %s", res.name, res.converged, want, timeout))
+	}
+	if prof != nil {
+		res.heapTop = heapProfile(metricsURL, profileDir, &res.notes)
 	}
 	for i := range members {
 		d := memberWrites(b, kubes[i])
@@ -209,13 +249,16 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	}
 	// Idle: nothing changes, so any member write now is a no-op write.
 	time.Sleep(15 * time.Second) // a fixed observation window, not a sync
+	if prof != nil {
+		res.cpuTop = prof.finish(&res.notes)
+	}
 	for i := range members {
 		d := memberWrites(b, kubes[i])
 		res.noop.Creates += d.Creates - writes0[i].Creates
 		res.noop.Updates += d.Updates - writes0[i].Updates
 		res.noop.Deletes += d.Deletes - writes0[i].Deletes
 	}
-	pc1 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
+	pc1 := waitPlaneQuiet(b, planeClient, 3*time.Second, quietTimeout)
 	res.planeNew = pc1.since(pc0)
 	cm1 := scrape()
 	res.ctrlNew = cm1.writesSince(cm0)
@@ -226,16 +269,17 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	forEach(raceObjects, func(i int) {
 		patchFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), `{"spec":{"template":{"data":{"key":"v2"}}}}`)
 	})
-	if err := framework.Poll(context.Background(), 200*time.Millisecond, 10*time.Minute, func(context.Context) (bool, error) {
+	updated := waitProgress(res.name+" template update", "updated", want, timeout, time.Second, func() int {
 		n := 0
 		for i := range members {
 			n += memberWrites(b, kubes[i]).Updates - writes0[i].Updates
 		}
-		return n >= want, nil
-	}); err != nil {
-		res.notes = append(res.notes, fmt.Sprintf("%s: template update not on every member: %v", res.name, err))
+		return n
+	})
+	if updated < want {
+		res.notes = append(res.notes, fmt.Sprintf("%s: template update on %d of %d member objects after %s", res.name, updated, want, timeout))
 	}
-	pc2 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
+	pc2 := waitPlaneQuiet(b, planeClient, 3*time.Second, quietTimeout)
 	res.planeUpdate = pc2.since(pc1)
 	cm2 := scrape()
 	res.ctrlUpdate = cm2.writesSince(cm1)
@@ -252,7 +296,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	forEach(raceObjects, func(i int) {
 		patchFedConfigMap(b, dyn, ns, fmt.Sprintf("conv-%04d", i), `{"metadata":{"annotations":{"bench.cellfed.io/noop":"1"}}}`)
 	})
-	pc3 := waitPlaneQuiet(b, planeClient, 3*time.Second, time.Minute)
+	pc3 := waitPlaneQuiet(b, planeClient, 3*time.Second, quietTimeout)
 	res.planeNoop = pc3.since(pc2)
 	cm3 := scrape()
 	res.ctrlNoop, res.getsNoop = cm3.writesSince(cm2), cm3.memberGets-cm2.memberGets
@@ -262,7 +306,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 		res.noop.Updates += d.Updates - writes0[i].Updates
 		res.noop.Deletes += d.Deletes - writes0[i].Deletes
 	}
-	res.cpu = cpuTime(b, pid) - cpu0
+	res.cpu, res.memberCPU = cpuTime(b, pid)-cpu0, membersCPU(b, members)-mcpu0
 	res.peakRSS = procStatusMiB(b, pid, "VmHWM:")
 	res.endRSS = procStatusMiB(b, pid, "VmRSS:")
 
@@ -284,10 +328,77 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 			extraClusters = append(extraClusters, f[0]+"."+f[1])
 		}
 		framework.WaitKubeFedClustersReady(b, plane, extraClusters...)
-		res.latency[total] = latency(b, dyn, w, ns, fmt.Sprintf("lat%dc", total), min(10, len(members)))
+		var missing []string
+		res.latency[total], missing = latency(b, dyn, w, ns, fmt.Sprintf("lat%dc", total), min(10, len(members)))
+		res.noteMissing(total, min(10, len(members)), missing)
 	}
 	w.stop()
+	// The next race starts on the same members: stop this one and take
+	// its objects out of them, so every race finds the members alike.
+	ctrl.Stop(10 * time.Second)
+	plane.Stop(10 * time.Second)
+	cleanMembers(b, kubes, ns)
 	return res
+}
+
+// noteMissing records a latency phase's samples that did not arrive.
+func (r *raceResult) noteMissing(phase, cells int, missing []string) {
+	if r.latMissing == nil {
+		r.latMissing = map[int]int{}
+	}
+	r.latMissing[phase] = len(missing)
+	if len(missing) > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("%s: %d of %d latency samples to %d cells not on every cell after 2 min (left out of p50/p99): %s",
+			r.name, len(missing), raceLatencies, cells, strings.Join(missing[:min(5, len(missing))], ", ")))
+	}
+}
+
+// waitProgress polls count every interval until it reaches want or
+// timeout passes, printing progress every 5 s, and returns the last count.
+func waitProgress(what, verb string, want int, timeout, interval time.Duration, count func() int) int {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	lastT, lastN := start, 0
+	n := count()
+	for n < want && time.Now().Before(deadline) {
+		time.Sleep(interval) // polling the counter, which is the sync
+		n = count()
+		if now := time.Now(); now.Sub(lastT) >= 5*time.Second {
+			fmt.Printf("  %s: %s %d/%d member objects (%d%%), %.0f/s, %.0f s\n", what, verb, n, want, 100*n/max(want, 1),
+				float64(n-lastN)/now.Sub(lastT).Seconds(), now.Sub(start).Seconds())
+			lastT, lastN = now, n
+		}
+	}
+	fmt.Printf("  %s: %s %d/%d member objects in %.1f s\n", what, verb, n, want, time.Since(start).Seconds())
+	return n
+}
+
+// cleanMembers deletes the race's member objects in ns from every member.
+func cleanMembers(b *testing.B, kubes []kubernetes.Interface, ns string) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range kubes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"})
+			if err != nil {
+				b.Errorf("cleaning member-%d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("  members cleaned of %s in %.1f s\n", ns, time.Since(start).Seconds())
+}
+
+// membersCPU is the CPU time of all members' kube-apiservers.
+func membersCPU(b *testing.B, members []*framework.Server) time.Duration {
+	var d time.Duration
+	for _, m := range members {
+		d += cpuTime(b, m.Pid())
+	}
+	return d
 }
 
 // phases are the cell counts latency is measured at: 10 and all members.
@@ -364,8 +475,10 @@ func patchFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name, patch stri
 }
 
 // latency creates samples objects on the first n cells, one every 50 ms,
-// and returns p50 and p99 of apply → present in all n members.
-func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string, n int) [2]time.Duration {
+// and returns p50 and p99 of apply → present in all n members over the
+// samples that arrived within 2 min, and those that did not, each with
+// the members it is missing from.
+func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string, n int) ([2]time.Duration, []string) {
 	cells := cellNames(n)
 	starts := make([]time.Time, raceLatencies)
 	for i := range raceLatencies {
@@ -375,6 +488,7 @@ func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	var lat []time.Duration
+	var missing []string
 	for i := range raceLatencies {
 		name := fmt.Sprintf("%s-%03d", prefix, i)
 		for {
@@ -384,12 +498,16 @@ func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string
 				break
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("%s not in all %d members after 2 min", name, n)
+				missing = append(missing, fmt.Sprintf("%s (not in members %v)", name, w.missing(name, n)))
+				break
 			}
 			time.Sleep(20 * time.Millisecond) // polling the watchers' record
 		}
 	}
-	return [2]time.Duration{percentile(lat, 50), percentile(lat, 99)}
+	if len(lat) == 0 {
+		return [2]time.Duration{}, missing
+	}
+	return [2]time.Duration{percentile(lat, 50), percentile(lat, 99)}, missing
 }
 
 // watchers record when each member first saw each key of its managed
@@ -404,31 +522,57 @@ type watchers struct {
 func startWatchers(b *testing.B, members []*framework.Server, gvr schema.GroupVersionResource, ns string, key func(*unstructured.Unstructured) string) *watchers {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watchers{seen: map[string]map[int]time.Time{}, cancel: cancel}
+	record := func(i int, obj *unstructured.Unstructured) {
+		now := time.Now()
+		k := key(obj)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.seen[k] == nil {
+			w.seen[k] = map[int]time.Time{}
+		}
+		if _, ok := w.seen[k][i]; !ok {
+			w.seen[k][i] = now
+		}
+	}
+	opts := metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"}
 	for i, m := range members {
-		c := dynamic.NewForConfigOrDie(m.RESTConfig(b))
-		wi, err := c.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"})
+		c := dynamic.NewForConfigOrDie(m.RESTConfig(b)).Resource(gvr).Namespace(ns)
+		wi, err := c.Watch(ctx, opts)
 		if err != nil {
 			b.Fatalf("watching member-%d: %v", i, err)
 		}
+		// A member may end a watch (its request timeout, an error
+		// event): list what arrived meanwhile (seen late, at the list)
+		// and watch on from the list.
 		go func() {
-			for ev := range wi.ResultChan() {
-				if ev.Type != watch.Added && ev.Type != watch.Modified {
-					continue
+			for {
+				for ev := range wi.ResultChan() {
+					if ev.Type != watch.Added && ev.Type != watch.Modified {
+						continue
+					}
+					if obj, ok := ev.Object.(*unstructured.Unstructured); ok {
+						record(i, obj)
+					}
 				}
-				obj, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					continue
+				wi.Stop()
+				for ctx.Err() == nil {
+					fmt.Printf("  watch of member-%d ended: listing and watching again\n", i)
+					list, err := c.List(ctx, opts)
+					if err == nil {
+						for j := range list.Items {
+							record(i, &list.Items[j])
+						}
+						o := opts
+						o.ResourceVersion = list.GetResourceVersion()
+						if wi, err = c.Watch(ctx, o); err == nil {
+							break
+						}
+					}
+					time.Sleep(time.Second) // retrying a member that refused
 				}
-				now := time.Now()
-				k := key(obj)
-				w.mu.Lock()
-				if w.seen[k] == nil {
-					w.seen[k] = map[int]time.Time{}
+				if ctx.Err() != nil {
+					return
 				}
-				if _, ok := w.seen[k][i]; !ok {
-					w.seen[k][i] = now
-				}
-				w.mu.Unlock()
 			}
 		}()
 	}
@@ -452,6 +596,19 @@ func (w *watchers) lastSeen(name string, n int) (time.Time, bool) {
 		}
 	}
 	return last, true
+}
+
+// missing are the first n members that have not seen name.
+func (w *watchers) missing(name string, n int) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var m []int
+	for i := range n {
+		if _, ok := w.seen[name][i]; !ok {
+			m = append(m, i)
+		}
+	}
+	return m
 }
 
 // count is the number of (object, member) pairs seen with the prefix.
@@ -486,65 +643,4 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
-}
-
-func report(b *testing.B, kf, cf raceResult) {
-	ratio := func(a, c time.Duration) string {
-		if c == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", float64(a)/float64(c))
-	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "\n%-38s %18s %18s %10s\n", "", kf.name, cf.name, "kf/cf")
-	for _, n := range phases(raceMembers) {
-		for q, qn := range []string{"p50", "p99"} {
-			fmt.Fprintf(&s, "%-38s %15.1f ms %15.1f ms %10s\n", fmt.Sprintf("latency to %d cells %s", n, qn),
-				ms(kf.latency[n][q]), ms(cf.latency[n][q]), ratio(kf.latency[n][q], cf.latency[n][q]))
-		}
-	}
-	for n, l := range cf.latency {
-		if n > raceMembers {
-			fmt.Fprintf(&s, "%-38s %18s %15.1f ms\n", fmt.Sprintf("latency to 10 of %d cells p50", n), "n/a", ms(l[0]))
-			fmt.Fprintf(&s, "%-38s %18s %15.1f ms\n", fmt.Sprintf("latency to 10 of %d cells p99", n), "n/a", ms(l[1]))
-		}
-	}
-	fmt.Fprintf(&s, "%-38s %16.1f s %16.1f s %10s\n", fmt.Sprintf("converge %d objects x %d cells", raceObjects, raceMembers),
-		kf.converge.Seconds(), cf.converge.Seconds(), ratio(kf.converge, cf.converge))
-	fmt.Fprintf(&s, "%-38s %18d %18d\n", "member objects present", kf.converged, cf.converged)
-	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes (create/update/delete)",
-		fmt.Sprintf("%d/%d/%d", kf.writes.Creates, kf.writes.Updates, kf.writes.Deletes),
-		fmt.Sprintf("%d/%d/%d", cf.writes.Creates, cf.writes.Updates, cf.writes.Deletes))
-	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes, template update",
-		fmt.Sprintf("%d/%d/%d", kf.updates.Creates, kf.updates.Updates, kf.updates.Deletes),
-		fmt.Sprintf("%d/%d/%d", cf.updates.Creates, cf.updates.Updates, cf.updates.Deletes))
-	fmt.Fprintf(&s, "%-38s %18s %18s\n", "member writes in 15 s idle + no-op",
-		fmt.Sprintf("%d/%d/%d", kf.noop.Creates, kf.noop.Updates, kf.noop.Deletes),
-		fmt.Sprintf("%d/%d/%d", cf.noop.Creates, cf.noop.Updates, cf.noop.Deletes))
-	fmt.Fprintf(&s, "%-38s %16.1f s %16.1f s %10s\n", "controller CPU", kf.cpu.Seconds(), cf.cpu.Seconds(), ratio(kf.cpu, cf.cpu))
-	fmt.Fprintf(&s, "%-38s %14.0f MiB %14.0f MiB\n", "controller peak RSS", kf.peakRSS, cf.peakRSS)
-	fmt.Fprintf(&s, "%-38s %14.0f MiB %14.0f MiB\n", "controller RSS before the objects", kf.baseRSS, cf.baseRSS)
-	perEntry := func(r raceResult, rss float64) float64 {
-		return (rss - r.baseRSS) * 1024 / float64(raceObjects*raceMembers)
-	}
-	fmt.Fprintf(&s, "%-38s %14.2f KiB %14.2f KiB\n", "RSS growth per object x cell, peak", perEntry(kf, kf.peakRSS), perEntry(cf, cf.peakRSS))
-	fmt.Fprintf(&s, "%-38s %14.2f KiB %14.2f KiB\n", "RSS growth per object x cell, at end", perEntry(kf, kf.endRSS), perEntry(cf, cf.endRSS))
-	for n, l := range cf.histLatency {
-		fmt.Fprintf(&s, "%-38s %18s %12.1f/%.1f ms  (the controller's propagation_latency_seconds: observed → written)\n",
-			fmt.Sprintf("histogram p50/p99 to %d cells", n), "", ms(l[0]), ms(l[1]))
-	}
-	if cf.ctrlNew != nil {
-		fmt.Fprintf(&s, "cellfed-controller's plane_writes_total: new %v, update %v, no-op %v\n", cf.ctrlNew, cf.ctrlUpdate, cf.ctrlNoop)
-		fmt.Fprintf(&s, "cellfed-controller's member GETs: new %d, update %d, no-op %d\n", cf.getsNew, cf.getsUpdate, cf.getsNoop)
-	}
-	for _, r := range []raceResult{kf, cf} {
-		fmt.Fprintf(&s, "plane, %s, %d new objects (incl. the bench's creates): %s\n", r.name, raceObjects, r.planeNew.String(raceObjects))
-		fmt.Fprintf(&s, "plane, %s, %d template updates (incl. the bench's patches): %s\n", r.name, raceObjects, r.planeUpdate.String(raceObjects))
-		fmt.Fprintf(&s, "plane, %s, %d no-op annotation patches (incl. the bench's patches): %s\n", r.name, raceObjects, r.planeNoop.String(raceObjects))
-	}
-	for _, n := range append(kf.notes, cf.notes...) {
-		fmt.Fprintf(&s, "note: %s\n", n)
-	}
-	b.Log(s.String())
-	fmt.Print(s.String())
 }

@@ -80,7 +80,7 @@ func (r raceResult) values() []raceValue {
 	add("controller RSS growth per (object × cell), after the no-op", "KiB", 2, (r.endRSS-r.baseRSS)*1024/cellsObjs)
 	if r.ctrlNew != nil {
 		// cellfed-controller's own count (KubeFed's is not measured).
-		add("member GETs, new / template update / no-op (cellfed's /metrics)", "", 0, float64(r.getsNew+r.getsUpdate+r.getsNoop))
+		add("member GETs, convergence + template update + no-op (cellfed's /metrics)", "", 0, float64(r.getsNew+r.getsUpdate+r.getsNoop))
 	}
 	return vs
 }

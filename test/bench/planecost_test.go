@@ -26,8 +26,9 @@ type planeCost struct {
 	conversions int
 }
 
-// planeWriteResources are the resources whose writes a race counts.
-var planeWriteResources = []string{"federatedconfigmaps", "propagatedversions"}
+// planeWriteResources are the resources whose writes a race counts (cells:
+// cellfed-controller recounts the objects on each cell).
+var planeWriteResources = []string{"federatedconfigmaps", "propagatedversions", "cells"}
 
 func readPlaneCost(b *testing.B, c kubernetes.Interface) planeCost {
 	raw, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,13 +208,19 @@ func (c *Controller) enqueueForCluster(obj any) {
 }
 
 // enqueueForRecord: the cells a PropagatedVersion lists recount.
+// The count waits objectCountDelay, so a release of many objects costs
+// each cell one status write per delay, not one per object.
 func (c *Controller) enqueueForRecord(obj any) {
 	for _, cluster := range recordClusters(obj) {
 		if ns, cell, ok := corev1a1.ParseCellClusterName(cluster); ok {
-			c.queue.Add(ns + "/" + cell)
+			c.queue.AddAfter(ns+"/"+cell, objectCountDelay)
 		}
 	}
 }
+
+// objectCountDelay is how long a cell's object count waits for more
+// records to change.
+const objectCountDelay = 2 * time.Second
 
 func (c *Controller) enqueueForNamespace(obj any) {
 	m := objectOf(obj)

@@ -150,7 +150,8 @@ var ErrNotSynced = errors.New("member cache not synced")
 // Get returns the managed object ns/name of gvr from the member's cache,
 // nil when the cache does not hold it. It fails with ErrNotSynced while
 // the member is not ready or its informer is still loading. The object
-// is lean (see Lean): metadata and status, no content.
+// is lean (see Lean): metadata and status, no content. It is built
+// afresh from the cache entry on each call, so the caller owns it.
 func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	m.mu.Lock()
 	var ri *resourceInformer
@@ -170,7 +171,14 @@ func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*
 	if err != nil || !ok {
 		return nil, err
 	}
-	return obj.(*unstructured.Unstructured), nil
+	u, ok, err := Expand(obj)
+	if err != nil {
+		return nil, fmt.Errorf("member cache entry %s: %w", key, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("member cache entry %s is a %T", key, obj)
+	}
+	return u, nil
 }
 
 // Key identifies the member: clusters with the same key reach the same
@@ -388,31 +396,19 @@ func trim(body []byte, err error) string {
 // as replicas). Everything else, the rest of spec, data, rules and so on,
 // is dropped: the controller reads an object's content from the member
 // itself, on the rare occasions it needs it.
+//
+// What it keeps it keeps compact, not as unstructured maps: a cache
+// entry is a metav1.Object (keys, names, versions), and Expand (or
+// Member.Get) turns it back into an unstructured object. Entries and
+// anything not unstructured (tombstones) pass through unchanged.
 func Lean(spec []string) cache.TransformFunc {
+	in := &interner{}
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil
 		}
-		lean := make(map[string]any, 5)
-		for _, k := range []string{"apiVersion", "kind", "metadata", "status"} {
-			if v, ok := u.Object[k]; ok {
-				lean[k] = v
-			}
-		}
-		if s, ok := u.Object["spec"].(map[string]any); ok {
-			kept := map[string]any{}
-			for _, f := range spec {
-				if v, ok := s[f]; ok {
-					kept[f] = v
-				}
-			}
-			if len(kept) > 0 {
-				lean["spec"] = kept
-			}
-		}
-		u.Object = lean
-		return StripManagedFields(u)
+		return compact(u, spec, in)
 	}
 }
 

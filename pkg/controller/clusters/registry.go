@@ -145,7 +145,9 @@ func (r *Registry) Subscribe(fn func()) {
 
 // Watch makes every ready member run an informer on gvr (managed objects
 // only) that reports to h. Its cache holds lean objects keeping the spec
-// fields named in spec (see Lean). It may be called at any time; the
+// fields named in spec (see Lean); h receives its compact entries:
+// metav1.Objects (cache keys, names, versions), or tombstones of them,
+// which Expand turns into unstructured objects. It may be called at any time; the
 // returned function undoes it (a stopped type leaves no handler behind,
 // and a member's informer for gvr stops with its last handler).
 func (r *Registry) Watch(gvr schema.GroupVersionResource, spec []string, h cache.ResourceEventHandler) (unwatch func()) {

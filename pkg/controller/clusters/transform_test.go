@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
@@ -96,7 +98,14 @@ func TestLean(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := out.(*unstructured.Unstructured).Object; !equality.Semantic.DeepEqual(got, tc.want) {
+			if _, ok := out.(metav1.Object); !ok {
+				t.Fatalf("a cache entry is no metav1.Object: %T", out)
+			}
+			u, ok, err := Expand(out)
+			if err != nil || !ok {
+				t.Fatalf("expanding the entry: %v, %v", ok, err)
+			}
+			if got := u.Object; !equality.Semantic.DeepEqual(got, tc.want) {
 				t.Errorf("lean object:\n got %v\nwant %v", got, tc.want)
 			}
 		})
@@ -107,4 +116,108 @@ func TestLean(t *testing.T) {
 			t.Errorf("a tombstone changed: %v, %v", out, err)
 		}
 	})
+	t.Run("entry passes through", func(t *testing.T) {
+		e, err := Lean(nil)(&unstructured.Unstructured{Object: map[string]any{"metadata": meta()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := Lean(nil)(e); err != nil || out != e {
+			t.Errorf("an entry changed: %v, %v", out, err)
+		}
+	})
+}
+
+// TestEntryRoundTrip checks that what the member cache keeps of an object
+// comes back out of it whole, and what it drops stays dropped.
+func TestEntryRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec []string
+		in   string // the member object as JSON
+		want string // what Expand gives back, as JSON
+	}{
+		{
+			name: "every metadata field but managedFields",
+			in: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","generateName":"we-","namespace":"shop",
+				"selfLink":"/x","uid":"u-1","resourceVersion":"42","generation":7,"creationTimestamp":"2026-11-23T19:40:00Z",
+				"deletionTimestamp":"2026-11-23T20:00:00Z","deletionGracePeriodSeconds":30,
+				"labels":{"kubefed.io/managed":"true","app":"web"},"annotations":{"cellfed.io/propagated-hash":"h","a":"","b":"x"},
+				"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"u-0","controller":true,"blockOwnerDeletion":true}],
+				"finalizers":["f1","f2"],"managedFields":[{"manager":"m"}]},
+				"spec":{"replicas":3,"paused":false,"template":{"spec":{}}},
+				"status":{"observedGeneration":7,"readyReplicas":3,"ratio":0.5,"conditions":[{"type":"Available","status":"True"}]}}`,
+			spec: []string{"replicas", "paused"},
+			want: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","generateName":"we-","namespace":"shop",
+				"selfLink":"/x","uid":"u-1","resourceVersion":"42","generation":7,"creationTimestamp":"2026-11-23T19:40:00Z",
+				"deletionTimestamp":"2026-11-23T20:00:00Z","deletionGracePeriodSeconds":30,
+				"labels":{"kubefed.io/managed":"true","app":"web"},"annotations":{"cellfed.io/propagated-hash":"h","a":"","b":"x"},
+				"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"u-0","controller":true,"blockOwnerDeletion":true}],
+				"finalizers":["f1","f2"]},
+				"spec":{"replicas":3,"paused":false},
+				"status":{"observedGeneration":7,"readyReplicas":3,"ratio":0.5,"conditions":[{"type":"Available","status":"True"}]}}`,
+		},
+		{
+			name: "cluster-scoped, bare metadata, content dropped",
+			in:   `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"},"spec":{"finalizers":["kubernetes"]}}`,
+			want: `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`,
+		},
+		{
+			name: "empty status kept, no spec field asked",
+			in:   `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"n"},"spec":{"clusterIP":"10.0.0.1"},"status":{}}`,
+			spec: []string{"replicas"},
+			want: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"n"},"status":{}}`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, want := &unstructured.Unstructured{}, &unstructured.Unstructured{}
+			if err := in.UnmarshalJSON([]byte(tc.in)); err != nil {
+				t.Fatal(err)
+			}
+			if err := want.UnmarshalJSON([]byte(tc.want)); err != nil {
+				t.Fatal(err)
+			}
+			e, err := Lean(tc.spec)(in.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 { // a fresh object each time, unchanged by the last one's edits
+				got, ok, err := Expand(e)
+				if err != nil || !ok {
+					t.Fatalf("expanding: %v, %v", ok, err)
+				}
+				if !equality.Semantic.DeepEqual(got.Object, want.Object) {
+					t.Errorf("round trip %d:\n got %v\nwant %v", i, got.Object, want.Object)
+				}
+				got.SetLabels(map[string]string{"edited": "yes"})
+				if err := unstructured.SetNestedField(got.Object, "edited", "status", "x"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The metav1.Object view agrees with the expanded one.
+			m, err := meta.Accessor(e.(metav1.ObjectMetaAccessor).GetObjectMeta())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.GetName() != want.GetName() || m.GetNamespace() != want.GetNamespace() || m.GetResourceVersion() != want.GetResourceVersion() ||
+				!equality.Semantic.DeepEqual(m.GetLabels(), want.GetLabels()) || !equality.Semantic.DeepEqual(m.GetAnnotations(), want.GetAnnotations()) {
+				t.Errorf("metav1.Object view %+v differs from %v", m, want.Object["metadata"])
+			}
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(cache.DeletedFinalStateUnknown{Key: "k", Obj: e}); err != nil || key != "k" {
+				t.Errorf("tombstone key %q, %v", key, err)
+			}
+			if key, err := cache.MetaNamespaceKeyFunc(e); err != nil || key != cacheKey(want) {
+				t.Errorf("key %q, %v; want %q", key, err, cacheKey(want))
+			}
+			if tomb, ok, err := Expand(cache.DeletedFinalStateUnknown{Key: "k", Obj: e}); err != nil || !ok || tomb.GetName() != want.GetName() {
+				t.Errorf("tombstone expanded to %v, %v, %v", tomb, ok, err)
+			}
+		})
+	}
+}
+
+func cacheKey(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetName()
+	}
+	return u.GetNamespace() + "/" + u.GetName()
 }

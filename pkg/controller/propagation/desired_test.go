@@ -1096,7 +1096,10 @@ func TestUnchanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := out.(*unstructured.Unstructured)
+		u, ok, err := clusters.Expand(out)
+		if err != nil || !ok {
+			t.Fatalf("expanding the cache entry: %v, %v", ok, err)
+		}
 		u.SetGeneration(4)
 		if edit != nil {
 			edit(u)

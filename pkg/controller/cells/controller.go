@@ -139,8 +139,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	for _, h := range handlers {
 		fn := h.fn
+		cells := h.inf == c.cells
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: fn, UpdateFunc: func(_, o any) { fn(o) }, DeleteFunc: fn,
+			AddFunc: fn,
+			UpdateFunc: func(old, o any) {
+				// A cell's own status write comes back as an update:
+				// reconciling it again while records change would write
+				// the count as fast as the plane answers.
+				if cells && statusOnly(old, o) {
+					return
+				}
+				fn(o)
+			},
+			DeleteFunc: fn,
 		}); err != nil {
 			return err
 		}
@@ -171,6 +182,21 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// statusOnly reports whether an update changed nothing but the status
+// (and the resourceVersion): same generation, labels, annotations,
+// finalizers and deletion.
+func statusOnly(old, cur any) bool {
+	o, n := objectOf(old), objectOf(cur)
+	if o == nil || n == nil {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
+		slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) &&
+		maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 func objectOf(obj any) metav1.Object {

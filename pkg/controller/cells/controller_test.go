@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
@@ -49,6 +50,39 @@ func TestLeanRecord(t *testing.T) {
 			}
 			if u, ok := got.(*unstructured.Unstructured); ok && len(recordClusters(u)) != 2 {
 				t.Errorf("recordClusters of the lean record: %v", recordClusters(u))
+			}
+		})
+	}
+}
+
+func TestStatusOnly(t *testing.T) {
+	cell := func(gen int64, edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"objects": int64(1)}}}
+		u.SetGeneration(gen)
+		u.SetLabels(map[string]string{"zone": "z1"})
+		if edit != nil {
+			edit(u)
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur *unstructured.Unstructured
+		want     bool
+	}{
+		{"the count changed", cell(1, nil), cell(1, func(u *unstructured.Unstructured) { u.Object["status"] = map[string]any{"objects": int64(2)} }), true},
+		{"the spec changed", cell(1, nil), cell(2, nil), false},
+		{"a label changed", cell(1, nil), cell(1, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"zone": "z2"}) }), false},
+		{"being deleted", cell(1, nil), cell(1, func(u *unstructured.Unstructured) { now := metav1.Now(); u.SetDeletionTimestamp(&now) }), false},
+		{"a tombstone", cell(1, nil), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cur any = tc.cur
+			if tc.cur == nil {
+				cur = cache.DeletedFinalStateUnknown{Key: "x"}
+			}
+			if got := statusOnly(tc.old, cur); got != tc.want {
+				t.Errorf("statusOnly = %v, want %v", got, tc.want)
 			}
 		})
 	}

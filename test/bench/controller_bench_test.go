@@ -34,6 +34,10 @@ var (
 	// deadline can make it exit).
 )
 
+// raceCells is how many cells the last latency phase of cellfed-controller
+// has, sharing the members (the "50 cells on 10 members").
+const raceCells = 50
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -311,13 +315,17 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	res.endRSS = procStatusMiB(b, pid, "VmRSS:")
 
 	if cellfed {
-		// 50 cells: 30 more in two more workspaces, sharing members.
+		// 50 cells: the rest in more workspaces (one cell per member
+		// each), sharing members — 30 more in two at 20 members, 40 in
+		// four at 10.
 		var more strings.Builder
-		for j, extra := range []string{prefix + "-shop2", prefix + "-shop3"} {
+		for j, left := 0, raceCells-len(members); left > 0; j++ {
+			extra := fmt.Sprintf("%s-shop%d", prefix, j+2)
 			more.WriteString("---\n" + tenantNamespace(extra, fmt.Sprintf("t%d", j)))
-			for i := range members[:min(len(members), 20-10*j)] {
+			for i := range members[:min(len(members), left)] {
 				more.WriteString(cellYAML(extra, i))
 			}
+			left -= min(len(members), left)
 		}
 		k.MustRun(b, more.String(), "apply", "-f", "-")
 		out := k.MustRun(b, "", "get", "cells", "-A", "--no-headers")

@@ -32,9 +32,11 @@ func (c *Controller) memberResource(m *clusters.Member, namespace string) dynami
 // member's version the record holds for the object as it is now.
 //
 // The member cache holds lean objects (metadata and status): an object
-// unchanged since the recorded write is found right from the cache alone.
-// Any other is read from the member, compared and, when it differs,
-// updated over what the member holds.
+// unchanged since the recorded write is found right from the cache alone,
+// and one carrying the hash of other content (a release) is updated from
+// the cache, which holds every field a write keeps from the member. Any
+// other (no record, no hash, drift) is read from the member, compared
+// and, when it differs, updated over what the member holds.
 func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured, m *clusters.Member, cluster string, d desired, retainReplicas bool, recorded string) result {
 	ns, name := d.obj.GetNamespace(), d.obj.GetName()
 	cached, err := m.Get(c.typ.Target, ns, name)

@@ -146,7 +146,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				// A cell's own status write comes back as an update:
 				// reconciling it again while records change would write
 				// the count as fast as the plane answers.
-				if cells && statusOnly(old, o) {
+				if cells && clusters.StatusOnly(old, o) {
 					return
 				}
 				fn(o)
@@ -182,21 +182,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
-}
-
-// statusOnly reports whether an update changed nothing but the status
-// (and the resourceVersion): same generation, labels, annotations,
-// finalizers and deletion.
-func statusOnly(old, cur any) bool {
-	o, n := objectOf(old), objectOf(cur)
-	if o == nil || n == nil {
-		return false
-	}
-	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
-		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
-		slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
-		maps.Equal(o.GetLabels(), n.GetLabels()) &&
-		maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 func objectOf(obj any) metav1.Object {

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
 )
 
 func TestLeanRecord(t *testing.T) {
@@ -81,7 +83,7 @@ func TestStatusOnly(t *testing.T) {
 			if tc.cur == nil {
 				cur = cache.DeletedFinalStateUnknown{Key: "x"}
 			}
-			if got := statusOnly(tc.old, cur); got != tc.want {
+			if got := clusters.StatusOnly(tc.old, cur); got != tc.want {
 				t.Errorf("statusOnly = %v, want %v", got, tc.want)
 			}
 		})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -154,7 +153,7 @@ func (c *Controller) Run(ctx context.Context) error {
 					c.written.seen(key, u.GetResourceVersion())
 				}
 			}
-			if !statusOnly(old, obj) {
+			if !clusters.StatusOnly(old, obj) {
 				enqueue(obj)
 			}
 		},
@@ -191,23 +190,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
-}
-
-// statusOnly reports whether an update of a federated object changed
-// nothing a reconcile reads but its status: the controller's own status
-// writes come back this way and need no reconcile (the spec bumps the
-// generation; finalizers, deletion, labels and annotations are read too).
-func statusOnly(old, obj any) bool {
-	o, ok1 := old.(*unstructured.Unstructured)
-	n, ok2 := obj.(*unstructured.Unstructured)
-	if !ok1 || !ok2 {
-		return false
-	}
-	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
-		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) &&
-		slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
-		maps.Equal(o.GetLabels(), n.GetLabels()) &&
-		maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 // HasSynced reports whether the controller's cache of federated objects

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
 )
 
 func TestSettler(t *testing.T) {
@@ -82,12 +83,12 @@ func TestStatusOnly(t *testing.T) {
 				cur.SetGeneration(0)
 			}
 			tc.change(cur)
-			if got := statusOnly(old, cur); got != tc.want {
+			if got := clusters.StatusOnly(old, cur); got != tc.want {
 				t.Errorf("statusOnly = %v, want %v", got, tc.want)
 			}
 		})
 	}
-	if statusOnly("tombstone", base()) {
+	if clusters.StatusOnly("tombstone", base()) {
 		t.Error("a non-object is never status only")
 	}
 }

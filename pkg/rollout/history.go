@@ -95,8 +95,19 @@ func (h History) Record(ctx context.Context, obj *unstructured.Unstructured) (*c
 		return nil, err
 	}
 	var top int64
-	for _, r := range revs {
+	var newest *cellv1alpha1.TemplateRevision
+	for i, r := range revs {
 		top = max(top, r.Spec.Revision)
+		if newest == nil || r.Spec.Generation > newest.Spec.Generation {
+			newest = &revs[i]
+		}
+	}
+	if newest != nil && obj.GetGeneration() < newest.Spec.Generation {
+		// obj is older than a template already recorded (a cached copy
+		// that has not caught up with the writer that recorded it):
+		// recording it would push a stale template on top.
+		found := *newest
+		return &found, nil
 	}
 	res := h.Client.Resource(RevisionResource).Namespace(obj.GetNamespace())
 	var rev *cellv1alpha1.TemplateRevision

@@ -55,6 +55,16 @@ func TestHistory(t *testing.T) {
 	if got := numbers(fedDeployment("")); !slices.Equal(got, []string{"2:app:2", "3:app:1"}) {
 		t.Fatalf("after app:1 came back: %v", got)
 	}
+	// A stale copy (an older generation than one recorded) records
+	// nothing: a cache behind the writer would push its template on top.
+	stale := fedDeployment("app:2")
+	stale.SetGeneration(0)
+	if _, err := h.Record(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if got := numbers(fedDeployment("")); !slices.Equal(got, []string{"2:app:2", "3:app:1"}) {
+		t.Fatalf("after a stale copy of app:2: %v", got)
+	}
 	revs, _ := h.List(ctx, fedDeployment(""))
 	if p := Previous(revs, TemplateHash(fedDeployment("app:1"))); p == nil || p.Spec.Revision != 2 {
 		t.Errorf("Previous of app:1 = %v, want revision 2", p)

@@ -18,15 +18,12 @@ import (
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 // Resources admission watches.
-var (
-	CellResource    = cellv1alpha1.SchemeGroupVersion.WithResource("cells")
-	ClusterResource = fedv1beta1.SchemeGroupVersion.WithResource("kubefedclusters")
-)
 
 // Informers is a Lookup backed by informers: namespaces from the API
 // server's shared informers, Cells, KubeFedClusters and
@@ -51,9 +48,9 @@ func NewInformers(client dynamic.Interface, namespaces corelisters.NamespaceList
 		gvr    schema.GroupVersionResource
 		lister *cache.GenericLister
 	}{
-		{CellResource, &i.cells},
-		{ClusterResource, &i.clusters},
-		{federatedtypes.TypeConfigResource, &i.typeConfigs},
+		{cellv1alpha1.CellsResource, &i.cells},
+		{kubefed.KubeFedClustersResource, &i.clusters},
+		{kubefed.FederatedTypeConfigsResource, &i.typeConfigs},
 	} {
 		inf := f.ForResource(x.gvr)
 		*x.lister = inf.Lister()

@@ -88,7 +88,7 @@ func (t pluginTokens) Token(ctx context.Context, id string) (*corev1.Secret, err
 }
 
 func (t pluginTokens) UsedBy(ctx context.Context, id string) (string, time.Time, error) {
-	list, err := t.dynamic.Resource(registration.Resource).List(ctx, metav1.ListOptions{LabelSelector: registration.LabelBootstrapTokenID + "=" + id})
+	list, err := t.dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource).List(ctx, metav1.ListOptions{LabelSelector: registration.LabelBootstrapTokenID + "=" + id})
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -99,7 +99,7 @@ func (t pluginTokens) UsedBy(ctx context.Context, id string) (string, time.Time,
 }
 
 func isRegistration(a admission.Attributes) bool {
-	return a.GetResource().GroupResource() == registration.GroupResource
+	return a.GetResource().GroupResource() == cellv1alpha1.ClusterRegistrationsResource.GroupResource()
 }
 
 // Admit sets a bootstrap-created registration's tenancy and token label
@@ -353,7 +353,7 @@ func csrError(csrPEM []byte) error {
 }
 
 func regForbidden(name, msg string) error {
-	return apierrors.NewForbidden(registration.GroupResource, name, fmt.Errorf("%s", msg))
+	return apierrors.NewForbidden(cellv1alpha1.ClusterRegistrationsResource.GroupResource(), name, fmt.Errorf("%s", msg))
 }
 
 // withoutAck is annotations without the agent's acknowledgement, nil when

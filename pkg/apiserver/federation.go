@@ -27,6 +27,7 @@ import (
 
 	"github.com/cellfed/cellfed/manifests"
 	cellfedadmission "github.com/cellfed/cellfed/pkg/admission"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
@@ -113,8 +114,7 @@ func (f federationAPI) startAdmission(ctx context.Context) error {
 	return nil
 }
 
-// kubeFedConfigs is KubeFed's configuration resource.
-var kubeFedConfigs = fedv1b1.SchemeGroupVersion.WithResource("kubefedconfigs")
+// kubefed.KubeFedConfigsResource is KubeFed's configuration resource.
 
 // ensureKubeFedConfig creates the KubeFedConfig "kubefed" KubeFed's
 // installation creates (scope Cluster; admission fills in KubeFed's
@@ -130,7 +130,7 @@ func (f federationAPI) ensureKubeFedConfig(ctx context.Context, dyn dynamic.Inte
 	if err != nil {
 		return err
 	}
-	_, err = dyn.Resource(kubeFedConfigs).Namespace(f.namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
+	_, err = dyn.Resource(kubefed.KubeFedConfigsResource).Namespace(f.namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating KubeFedConfig %s/kubefed: %w", f.namespace, err)
 	}

@@ -22,8 +22,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
-// cellResource is core.cellfed.io/v1alpha1 cells.
-var cellResource = cellv1alpha1.SchemeGroupVersion.WithResource("cells")
+// cellv1alpha1.CellsResource is core.cellfed.io/v1alpha1 cells.
 
 func newCellCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
@@ -53,7 +52,7 @@ func (o *options) cellClient() (dynamic.NamespaceableResourceInterface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.Dynamic.Resource(cellResource), nil
+	return c.Dynamic.Resource(cellv1alpha1.CellsResource), nil
 }
 
 type cellCreateOptions struct {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
@@ -58,7 +59,7 @@ func (d *disableOptions) run(ctx context.Context, arg string) error {
 	listHint := fmt.Sprintf("list the enabled types with `kubectl get federatedtypeconfigs -n %s`", d.fedNamespace)
 
 	// What exists now decides what Disable will do, and what to report.
-	ftc, err := c.Dynamic.Resource(federatedtypes.TypeConfigResource).Namespace(d.fedNamespace).Get(ctx, name, metav1.GetOptions{})
+	ftc, err := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(d.fedNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return apiError(err, "reading FederatedTypeConfig "+ftcRef)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
@@ -140,7 +141,7 @@ func (e *enableOptions) run(ctx context.Context, arg string) error {
 	}
 
 	crd := federatedtypes.CRD(target, template, webhook)
-	ftcRes := c.Dynamic.Resource(federatedtypes.TypeConfigResource).Namespace(e.fedNamespace)
+	ftcRes := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(e.fedNamespace)
 	stateOf := func() (ftc, crdState objectState, err error) {
 		obj, err := ftcRes.Get(ctx, target.Resource(), metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -266,7 +267,7 @@ func readWebhook(ctx context.Context, c *planeClients, namespace string) (*apiex
 // Deployment and the built-in deployments.apps): enabling would replace
 // the other type's template schema.
 func checkClash(ctx context.Context, c *planeClients, t federatedtypes.Target, namespace string) error {
-	list, err := c.Dynamic.Resource(federatedtypes.TypeConfigResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	list, err := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(err, "listing FederatedTypeConfigs in "+namespace)
 	}

@@ -28,12 +28,12 @@ import (
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/memberaccess"
 )
 
-// clusterResource is core.kubefed.io/v1beta1 kubefedclusters.
-var clusterResource = fedv1beta1.SchemeGroupVersion.WithResource("kubefedclusters")
+// kubefed.KubeFedClustersResource is core.kubefed.io/v1beta1 kubefedclusters.
 
 // Labels and annotations join writes.
 const (
@@ -272,7 +272,7 @@ func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 	}
 
 	// Checks: the plane, the existing registration, the member.
-	clusters := plane.Dynamic.Resource(clusterResource).Namespace(j.fedNamespace)
+	clusters := plane.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(j.fedNamespace)
 	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, j.fedNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return fmt.Errorf("the plane at %s has no namespace %s; check --federation-namespace, and that --kubeconfig/--context point at a cellfed plane", plane.host, j.fedNamespace)
 	} else if err != nil {

@@ -22,6 +22,7 @@ import (
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
 
 func TestClusterNameError(t *testing.T) {
@@ -255,8 +256,8 @@ func TestEnsureMemberObjects(t *testing.T) {
 func TestWriteCluster(t *testing.T) {
 	ctx := context.Background()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{clusterResource: "KubeFedClusterList"})
-	clusters := client.Resource(clusterResource).Namespace("kube-federation-system")
+		map[schema.GroupVersionResource]string{kubefed.KubeFedClustersResource: "KubeFedClusterList"})
+	clusters := client.Resource(kubefed.KubeFedClustersResource).Namespace("kube-federation-system")
 	want := &fedv1beta1.KubeFedCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "m1", Namespace: "kube-federation-system", Annotations: map[string]string{AnnotationMemberNamespace: "kube-federation-system"}},
 		Spec:       fedv1beta1.KubeFedClusterSpec{APIEndpoint: "https://127.0.0.1:1", CABundle: []byte("CA"), SecretRef: fedv1beta1.LocalSecretReference{Name: "m1-token"}},

@@ -59,7 +59,7 @@ func newRegistrationListCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list, err := plane.Dynamic.Resource(registration.Resource).List(c.Context(), metav1.ListOptions{})
+			list, err := plane.Dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource).List(c.Context(), metav1.ListOptions{})
 			if err != nil {
 				return apiError(err, "listing ClusterRegistrations")
 			}
@@ -177,7 +177,7 @@ func (d *decideOptions) run(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	api := plane.Dynamic.Resource(registration.Resource)
+	api := plane.Dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource)
 	var phase cellv1alpha1.RegistrationPhase
 	err = retryOnConflict(ctx, func() error {
 		u, err := api.Get(ctx, name, metav1.GetOptions{})

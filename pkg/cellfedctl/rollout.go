@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/rollout"
@@ -177,7 +178,7 @@ func (t *target) use(ctx context.Context, obj *unstructured.Unstructured) error 
 // the namespace, or the physical KubeFedClusters.
 func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObject) ([]rollout.Candidate, error) {
 	if rollout.TopologyType(fed) == typesv1beta2.TopologyCell {
-		list, err := t.c.Dynamic.Resource(cellResource).Namespace(t.ns).List(ctx, metav1.ListOptions{})
+		list, err := t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, apiError(err, "listing the cells of namespace "+t.ns)
 		}
@@ -187,7 +188,7 @@ func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObje
 		}
 		return out, nil
 	}
-	list, err := t.c.Dynamic.Resource(clusterResource).Namespace(t.fedNamespace).List(ctx, metav1.ListOptions{})
+	list, err := t.c.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(t.fedNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, apiError(err, "listing KubeFedClusters")
 	}
@@ -213,7 +214,7 @@ func (t *target) checkCells(ctx context.Context, cells []string) error {
 			continue
 		}
 		if rollout.TopologyType(t.fed) == typesv1beta2.TopologyCell {
-			_, err := t.c.Dynamic.Resource(cellResource).Namespace(t.ns).Get(ctx, cell, metav1.GetOptions{})
+			_, err := t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).Get(ctx, cell, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return t.errorf("unknown cell %q: namespace %s has no such Cell; name placed cells of %s (%s), list the cells with `cellfedctl cell list -n %s`",
 					cell, t.ns, t.ref(), joinOr(t.placed, "none"), t.ns)

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
-	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 // fedType is an enabled federated type, from its FederatedTypeConfig.
@@ -97,7 +97,7 @@ func splitRef(arg string) (kind, name string, err error) {
 // the plane's discovery (kubectl's RESTMapper) makes of it, when that is
 // a federated type or the target of one.
 func resolveType(ctx context.Context, c *planeClients, kind, fedNamespace string) (fedType, error) {
-	list, err := c.Dynamic.Resource(federatedtypes.TypeConfigResource).Namespace(fedNamespace).List(ctx, metav1.ListOptions{})
+	list, err := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(fedNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fedType{}, apiError(err, "listing FederatedTypeConfigs in "+fedNamespace)
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
@@ -93,7 +94,7 @@ func (s *statusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := plane.Dynamic.Resource(clusterResource).Namespace(s.fedNamespace).List(ctx, metav1.ListOptions{})
+	list, err := plane.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(s.fedNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(err, "listing KubeFedClusters in "+s.fedNamespace)
 	}
@@ -105,7 +106,7 @@ func (s *statusOptions) run(ctx context.Context) error {
 		}
 		clusters = append(clusters, *c)
 	}
-	cellList, err := plane.Dynamic.Resource(cellResource).List(ctx, metav1.ListOptions{})
+	cellList, err := plane.Dynamic.Resource(cellv1alpha1.CellsResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(err, "listing cells")
 	}

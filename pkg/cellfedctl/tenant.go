@@ -328,7 +328,7 @@ func (tl *tenantListOptions) run(ctx context.Context) error {
 		fmt.Fprintln(tl.streams.ErrOut, "No tenant workspaces found.")
 		return nil
 	}
-	list, err := c.Dynamic.Resource(cellResource).List(ctx, metav1.ListOptions{})
+	list, err := c.Dynamic.Resource(cellv1alpha1.CellsResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(err, "listing cells")
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
@@ -106,7 +107,7 @@ func (u *unjoinOptions) run(ctx context.Context, name string) error {
 		return err
 	}
 	ref := u.fedNamespace + "/" + name
-	clusters := plane.Dynamic.Resource(clusterResource).Namespace(u.fedNamespace)
+	clusters := plane.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(u.fedNamespace)
 	kfc, err := clusters.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		kfc = nil
@@ -138,7 +139,7 @@ func (u *unjoinOptions) run(ctx context.Context, name string) error {
 	}
 
 	// Cells placed on it.
-	list, err := plane.Dynamic.Resource(cellResource).List(ctx, metav1.ListOptions{})
+	list, err := plane.Dynamic.Resource(cellv1alpha1.CellsResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(err, "listing cells")
 	}

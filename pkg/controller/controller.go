@@ -22,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -41,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/cells"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
@@ -48,8 +48,6 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/rollout"
 	"github.com/cellfed/cellfed/pkg/proxy"
 )
-
-var typeConfigs = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "federatedtypeconfigs"}
 
 // Options are everything cellfed-controller can be told; NewOptions
 // holds the defaults.
@@ -323,7 +321,7 @@ type runningType struct {
 func newTypeSet(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options) *typeSet {
 	return &typeSet{
 		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts, retry: 5 * time.Second,
-		informer:   dynamicinformer.NewFilteredDynamicInformer(plane, typeConfigs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
+		informer:   dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.FederatedTypeConfigsResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
 		namespaces: informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer(),
 		running:    map[string]*runningType{},
 	}
@@ -446,7 +444,7 @@ func (s *typeSet) reportLocked() {
 		_ = unstructured.SetNestedField(next.Object, state, "status", "propagationController")
 		_ = unstructured.SetNestedField(next.Object, u.GetGeneration(), "status", "observedGeneration")
 		go func() {
-			_, err := s.plane.Resource(typeConfigs).Namespace(next.GetNamespace()).UpdateStatus(s.ctx, next, metav1.UpdateOptions{})
+			_, err := s.plane.Resource(kubefed.FederatedTypeConfigsResource).Namespace(next.GetNamespace()).UpdateStatus(s.ctx, next, metav1.UpdateOptions{})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				// A conflict brings a newer object, and another sync.
 				klog.ErrorS(err, "Writing FederatedTypeConfig status", "name", next.GetName())

@@ -17,10 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
 
-// TypeConfigResource is the FederatedTypeConfig resource.
-var TypeConfigResource = fedv1beta1.SchemeGroupVersion.WithResource("federatedtypeconfigs")
+// kubefed.FederatedTypeConfigsResource is the FederatedTypeConfig resource.
 
 // Clients reach the plane.
 type Clients struct {
@@ -49,7 +50,7 @@ func Enable(ctx context.Context, c Clients, t Target, template *apiextensionsv1.
 // deleteCRD is set; then the CRD is only deleted when no federated object
 // of the type exists, or force is set.
 func Disable(ctx context.Context, c Clients, resource, namespace string, deleteCRD, force bool) error {
-	ftc, err := c.Dynamic.Resource(TypeConfigResource).Namespace(namespace).Get(ctx, resource, metav1.GetOptions{})
+	ftc, err := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(namespace).Get(ctx, resource, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		if !deleteCRD {
@@ -84,7 +85,7 @@ func Disable(ctx context.Context, c Clients, resource, namespace string, deleteC
 		}
 	}
 	if ftc != nil {
-		if err := c.Dynamic.Resource(TypeConfigResource).Namespace(namespace).Delete(ctx, resource, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(namespace).Delete(ctx, resource, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting FederatedTypeConfig %s/%s: %w", namespace, resource, err)
 		}
 	}
@@ -180,7 +181,7 @@ func applyTypeConfig(ctx context.Context, c dynamic.Interface, ftc *fedv1beta1.F
 		}
 		_ = unstructured.SetNestedSlice(obj.Object, list, "spec", PropagatingAnnotationsField)
 	}
-	res := c.Resource(TypeConfigResource).Namespace(ftc.Namespace)
+	res := c.Resource(kubefed.FederatedTypeConfigsResource).Namespace(ftc.Namespace)
 	existing, err := res.Get(ctx, ftc.Name, metav1.GetOptions{})
 	if err == nil && annotations == nil {
 		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", PropagatingAnnotationsField); ok {

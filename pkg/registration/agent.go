@@ -300,7 +300,7 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	regs := plane.Resource(Resource)
+	regs := plane.Resource(cellv1alpha1.ClusterRegistrationsResource)
 	reg := &cellv1alpha1.ClusterRegistration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: cellv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterRegistration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.ClusterName},
@@ -509,7 +509,7 @@ func (o *AgentOptions) agentClient(base *rest.Config, id *Identity) (dynamic.Res
 	if err != nil {
 		return nil, fmt.Errorf("client for the plane: %w", err)
 	}
-	return c.Resource(Resource), nil
+	return c.Resource(cellv1alpha1.ClusterRegistrationsResource), nil
 }
 
 // acknowledge records, authenticated with the new certificate, that the

@@ -27,18 +27,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/roles"
 )
-
-// Resource is core.cellfed.io/v1alpha1 clusterregistrations.
-var Resource = cellv1alpha1.SchemeGroupVersion.WithResource("clusterregistrations")
-
-// GroupResource is clusterregistrations.core.cellfed.io.
-var GroupResource = schema.GroupResource{Group: cellv1alpha1.GroupName, Resource: "clusterregistrations"}
 
 // Labels and annotations.
 const (

@@ -16,8 +16,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 )
 
-// RevisionResource is core.cellfed.io/v1alpha1 templaterevisions.
-var RevisionResource = cellv1alpha1.SchemeGroupVersion.WithResource("templaterevisions")
+// cellv1alpha1.TemplateRevisionsResource is core.cellfed.io/v1alpha1 templaterevisions.
 
 // History is the template history of federated objects: one
 // TemplateRevision per distinct template (and overrides) an object ran,
@@ -32,7 +31,7 @@ type History struct {
 
 // List returns the revisions of obj, oldest first.
 func (h History) List(ctx context.Context, obj *unstructured.Unstructured) ([]cellv1alpha1.TemplateRevision, error) {
-	list, err := h.Client.Resource(RevisionResource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{
+	list, err := h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{
 		LabelSelector: LabelOwnerUID + "=" + string(obj.GetUID()),
 	})
 	if err != nil {
@@ -109,7 +108,7 @@ func (h History) Record(ctx context.Context, obj *unstructured.Unstructured) (*c
 		found := *newest
 		return &found, nil
 	}
-	res := h.Client.Resource(RevisionResource).Namespace(obj.GetNamespace())
+	res := h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace())
 	var rev *cellv1alpha1.TemplateRevision
 	for i := range revs {
 		if revs[i].Spec.Hash != hash {
@@ -186,11 +185,11 @@ func (h History) create(ctx context.Context, obj *unstructured.Unstructured, has
 	}
 	u := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	created, err := h.Client.Resource(RevisionResource).Namespace(obj.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	created, err := h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// Recorded meanwhile by another writer (the controller and
 		// cellfedctl both record): the same template, keep it.
-		created, err = h.Client.Resource(RevisionResource).Namespace(obj.GetNamespace()).Get(ctx, rev.Name, metav1.GetOptions{})
+		created, err = h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace()).Get(ctx, rev.Name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("recording the template of %s as revision %d: %w", objectName(obj), number, err)
@@ -217,7 +216,7 @@ func (h History) prune(ctx context.Context, obj *unstructured.Unstructured, revs
 		if revs[i].Spec.Hash == current {
 			continue
 		}
-		err := h.Client.Resource(RevisionResource).Namespace(obj.GetNamespace()).Delete(ctx, revs[i].Name, metav1.DeleteOptions{})
+		err := h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace()).Delete(ctx, revs[i].Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			klog.FromContext(ctx).Error(err, "Pruning template history", "object", objectName(obj), "revision", revs[i].Name)
 			continue

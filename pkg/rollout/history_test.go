@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 )
 
 func fedDeployment(image string) *unstructured.Unstructured {
@@ -27,7 +29,7 @@ func fedDeployment(image string) *unstructured.Unstructured {
 func TestHistory(t *testing.T) {
 	ctx := context.Background()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{RevisionResource: "TemplateRevisionList"})
+		map[schema.GroupVersionResource]string{cellv1alpha1.TemplateRevisionsResource: "TemplateRevisionList"})
 	h := History{Client: client, Limit: 3}
 	numbers := func(obj *unstructured.Unstructured) (out []string) {
 		revs, err := h.List(ctx, obj)

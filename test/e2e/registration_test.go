@@ -63,7 +63,7 @@ func (f *regFixture) token(t *testing.T, args ...string) string {
 
 func (f *regFixture) registration(t *testing.T, name string) *cellv1alpha1.ClusterRegistration {
 	t.Helper()
-	u, err := f.dyn.Resource(registration.Resource).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("ClusterRegistration %s: %v", name, err)
 	}
@@ -78,7 +78,7 @@ func (f *regFixture) waitPhase(t *testing.T, name string, want cellv1alpha1.Regi
 	t.Helper()
 	var last *cellv1alpha1.ClusterRegistration
 	err := framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
-		u, err := f.dyn.Resource(registration.Resource).Get(ctx, name, metav1.GetOptions{})
+		u, err := f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -152,7 +152,7 @@ func agentClient(t *testing.T, f *regFixture, stateDir string) dynamic.ResourceI
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dyn.Resource(registration.Resource)
+	return dyn.Resource(cellv1alpha1.ClusterRegistrationsResource)
 }
 
 // TestRegistrationAPI drives the registration flow against a real plane
@@ -301,7 +301,7 @@ func TestRegistrationAPI(t *testing.T) {
 	// edge-1's agent may not touch edge-2's registration, nor approve
 	// anything.
 	as1 := agentClient(t, f, o1.StateDir)
-	u2, err := f.dyn.Resource(registration.Resource).Get(ctx, "edge-2", metav1.GetOptions{})
+	u2, err := f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, "edge-2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestRegistrationAPI(t *testing.T) {
 	f.waitPhase(t, "edge-1", cellv1alpha1.RegistrationRevoked)
 	stopRenew()
 	<-renewDone
-	u1, err = f.dyn.Resource(registration.Resource).Get(ctx, "edge-1", metav1.GetOptions{})
+	u1, err = f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, "edge-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
 
 // Upstream KubeFed v0.10.0's controller-manager (bin/kubefed-controller-manager,
@@ -283,8 +284,6 @@ func (m KubeFedMember) proxyYAML() string {
 	return "  proxyURL: \"" + m.ProxyURL + "\"\n"
 }
 
-var kubeFedClusters = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}
-
 // WaitKubeFedClustersReady waits until a KubeFed controller reports each
 // named KubeFedCluster Ready.
 func WaitKubeFedClustersReady(t testing.TB, plane *Server, names ...string) {
@@ -295,7 +294,7 @@ func WaitKubeFedClustersReady(t testing.TB, plane *Server, names ...string) {
 	}
 	for _, name := range names {
 		err := Poll(context.Background(), 100*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
-			c, err := dyn.Resource(kubeFedClusters).Namespace(KubeFedNamespace).Get(ctx, name, metav1.GetOptions{})
+			c, err := dyn.Resource(kubefed.KubeFedClustersResource).Namespace(KubeFedNamespace).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}

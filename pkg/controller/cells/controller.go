@@ -33,6 +33,7 @@ import (
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 )
 
@@ -54,9 +55,8 @@ type Controller struct {
 	versions cache.SharedIndexInformer
 }
 
-// propagatedVersions are KubeFed's per-object propagation records (of
+// kubefed.PropagatedVersionsResource are KubeFed's per-object propagation records (of
 // namespaced federated objects), which cellfed-controller writes too.
-var propagatedVersions = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "propagatedversions"}
 
 // recordClusters are the cluster names a PropagatedVersion lists.
 func recordClusters(obj any) []string {
@@ -97,9 +97,9 @@ func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string
 			cluster, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "spec", "cluster")
 			return []string{cluster}, nil
 		}}, nil).Informer()
-	c.kfcs = dynamicinformer.NewFilteredDynamicInformer(plane, clusters.KubeFedClusterResource, fedNamespace, 0, cache.Indexers{}, nil).Informer()
+	c.kfcs = dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.KubeFedClustersResource, fedNamespace, 0, cache.Indexers{}, nil).Informer()
 	c.namespaces = informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer()
-	c.versions = dynamicinformer.NewFilteredDynamicInformer(plane, propagatedVersions, metav1.NamespaceAll, 0,
+	c.versions = dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.PropagatedVersionsResource, metav1.NamespaceAll, 0,
 		cache.Indexers{byCluster: func(obj any) ([]string, error) { return recordClusters(obj), nil }}, nil).Informer()
 	if err := c.versions.SetTransform(leanRecord); err != nil {
 		klog.ErrorS(err, "Setting the records cache's transform")
@@ -336,7 +336,7 @@ func (c *Controller) desired(cell *corev1a1.Cell, physical *fedv1b1.KubeFedClust
 
 // apply creates or updates the per-cell cluster when it differs.
 func (c *Controller) apply(ctx context.Context, want *fedv1b1.KubeFedCluster) error {
-	client := c.plane.Resource(clusters.KubeFedClusterResource).Namespace(c.namespace)
+	client := c.plane.Resource(kubefed.KubeFedClustersResource).Namespace(c.namespace)
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return err
@@ -376,7 +376,7 @@ func (c *Controller) deleteCellCluster(ctx context.Context, name string) error {
 	if cur == nil || cur.Labels[corev1a1.LabelTopologyType] != corev1a1.TopologyTypeCell {
 		return nil
 	}
-	err := c.plane.Resource(clusters.KubeFedClusterResource).Namespace(c.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	err := c.plane.Resource(kubefed.KubeFedClustersResource).Namespace(c.namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting per-cell cluster %s: %w", name, err)
 	}

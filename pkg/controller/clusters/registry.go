@@ -30,10 +30,11 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
 
-// KubeFedClusterResource is the plane resource of member clusters.
-var KubeFedClusterResource = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}
+// kubefed.KubeFedClustersResource is the plane resource of member clusters.
 
 // ManagedLabel marks member objects the federation manages; member
 // informers see only objects carrying it with value "true".
@@ -128,7 +129,7 @@ func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, opts Option
 		watched:  map[schema.GroupVersionResource][]*watch{},
 	}
 	r.clusterInformer = dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, opts.Namespace, nil).
-		ForResource(KubeFedClusterResource).Informer()
+		ForResource(kubefed.KubeFedClustersResource).Informer()
 	r.secretInformer = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace)).
 		Core().V1().Secrets().Informer()
 	return r
@@ -395,7 +396,7 @@ func (r *Registry) writeStatus(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.plane.Resource(KubeFedClusterResource).Namespace(r.opts.Namespace).
+	_, err = r.plane.Resource(kubefed.KubeFedClustersResource).Namespace(r.opts.Namespace).
 		UpdateStatus(ctx, &unstructured.Unstructured{Object: content}, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -17,11 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-)
 
-var (
-	propagatedVersions        = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "propagatedversions"}
-	clusterPropagatedVersions = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "clusterpropagatedversions"}
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
 
 // propagated is the record of one object, KubeFed's PropagatedVersion
@@ -73,9 +70,9 @@ type versionStore struct {
 }
 
 func newVersionStore(plane dynamic.Interface, t *Type) *versionStore {
-	gvr := clusterPropagatedVersions
+	gvr := kubefed.ClusterPropagatedVersionsResource
 	if t.Namespaced {
-		gvr = propagatedVersions
+		gvr = kubefed.PropagatedVersionsResource
 	}
 	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, records: map[string]*propagated{}}
 }
@@ -140,7 +137,7 @@ func (s *versionStore) forget(key string) {
 }
 
 func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
-	if s.gvr == propagatedVersions {
+	if s.gvr == kubefed.PropagatedVersionsResource {
 		return s.plane.Resource(s.gvr).Namespace(namespace)
 	}
 	return s.plane.Resource(s.gvr)
@@ -248,7 +245,7 @@ func (r *propagated) status() map[string]any {
 }
 
 func kindOf(gvr schema.GroupVersionResource) string {
-	if gvr == propagatedVersions {
+	if gvr == kubefed.PropagatedVersionsResource {
 		return "PropagatedVersion"
 	}
 	return "ClusterPropagatedVersion"

@@ -30,13 +30,9 @@ import (
 	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/rollout"
-)
-
-var (
-	cellResource    = cellv1alpha1.SchemeGroupVersion.WithResource("cells")
-	clusterResource = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}
 )
 
 // Options tune the rollout controller.
@@ -367,9 +363,9 @@ func (c *Controller) candidates(ctx context.Context, obj *unstructured.Unstructu
 	var err error
 	cell := rollout.TopologyType(fed) == typesv1beta2.TopologyCell
 	if cell {
-		list, err = c.plane.Resource(cellResource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
+		list, err = c.plane.Resource(cellv1alpha1.CellsResource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
 	} else {
-		list, err = c.plane.Resource(clusterResource).Namespace(c.opts.FederationNamespace).List(ctx, metav1.ListOptions{})
+		list, err = c.plane.Resource(kubefed.KubeFedClustersResource).Namespace(c.opts.FederationNamespace).List(ctx, metav1.ListOptions{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing the topologies a selector chooses from: %w", err)

@@ -16,6 +16,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -160,7 +161,7 @@ func TestReconcile(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-				fedDeploy: "FederatedDeploymentList", rollout.RevisionResource: "TemplateRevisionList",
+				fedDeploy: "FederatedDeploymentList", cellv1alpha1.TemplateRevisionsResource: "TemplateRevisionList",
 			}, tc.obj.DeepCopy())
 			var written *unstructured.Unstructured
 			client.PrependReactor("update", "federateddeployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -184,7 +185,7 @@ func TestReconcile(t *testing.T) {
 			if _, err := c.reconcile(context.Background(), "shop/web"); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
-			revs, _ := client.Resource(rollout.RevisionResource).Namespace("shop").List(context.Background(), metav1.ListOptions{})
+			revs, _ := client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace("shop").List(context.Background(), metav1.ListOptions{})
 			tc.check(t, written, len(revs.Items))
 			select {
 			case e := <-recorder.Events:

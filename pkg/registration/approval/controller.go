@@ -43,11 +43,10 @@ import (
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/registration"
 )
-
-var clusterResource = fedv1beta1.SchemeGroupVersion.WithResource("kubefedclusters")
 
 // Tunnel is what the controller needs of the tunnel hub.
 type Tunnel interface {
@@ -120,7 +119,7 @@ func New(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, files p
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cellfed-registrations"}),
 	}
 	c.factory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.Resync)
-	inf := c.factory.ForResource(registration.Resource)
+	inf := c.factory.ForResource(cellv1alpha1.ClusterRegistrationsResource)
 	c.regs, c.regsSync = inf.Lister(), inf.Informer().HasSynced
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -380,7 +379,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, reg *cellv1alpha1.Clus
 		}
 	}
 	patch := fmt.Sprintf(`{"metadata":{"finalizers":%s}}`, mustJSON(append(append([]string(nil), reg.Finalizers...), FinalizerCertificates)))
-	if _, err := c.dynamic.Resource(registration.Resource).Patch(ctx, reg.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource).Patch(ctx, reg.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("adding finalizer to ClusterRegistration %s: %w", reg.Name, err)
 	}
 	return nil
@@ -419,7 +418,7 @@ func (c *Controller) finalize(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 		rest = []string{}
 	}
 	patch := fmt.Sprintf(`{"metadata":{"finalizers":%s,"resourceVersion":%q}}`, mustJSON(rest), reg.ResourceVersion)
-	if _, err := c.dynamic.Resource(registration.Resource).Patch(ctx, reg.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	if _, err := c.dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource).Patch(ctx, reg.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("releasing the finalizer of ClusterRegistration %s: %w", reg.Name, err)
 	}
 	return nil
@@ -480,7 +479,7 @@ func (c *Controller) failMove(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 
 func (c *Controller) clearToken(ctx context.Context, reg *cellv1alpha1.ClusterRegistration) error {
 	patch := []byte(fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"remove","path":"/spec/serviceAccountToken"}]`, reg.ResourceVersion))
-	_, err := c.dynamic.Resource(registration.Resource).Patch(ctx, reg.Name, "application/json-patch+json", patch, metav1.PatchOptions{})
+	_, err := c.dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource).Patch(ctx, reg.Name, "application/json-patch+json", patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clearing the member token from ClusterRegistration %s: %w", reg.Name, err)
 	}
@@ -649,7 +648,7 @@ func (c *Controller) register(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 func (c *Controller) ensureCluster(ctx context.Context, reg *cellv1alpha1.ClusterRegistration, endpoint, proxyURL, secretName string) (string, string, string, error) {
 	ns := c.opts.FederationNamespace
 	ref := ns + "/" + reg.Name
-	clusters := c.dynamic.Resource(clusterResource).Namespace(ns)
+	clusters := c.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns)
 	labels := map[string]string{registration.LabelRegistration: reg.Name, registration.LabelTunnelled: "true"}
 	if reg.Spec.Tenant != "" {
 		labels[cellv1alpha1.LabelTenant] = reg.Spec.Tenant
@@ -727,7 +726,7 @@ func (c *Controller) deleteOwned(ctx context.Context, reg *cellv1alpha1.ClusterR
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading Secret %s/%s: %w", ns, registration.CredentialsSecretName(reg.Name), err)
 	}
-	clusters := c.dynamic.Resource(clusterResource).Namespace(ns)
+	clusters := c.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns)
 	if kc, err := clusters.Get(ctx, reg.Name, metav1.GetOptions{}); err == nil && kc.GetLabels()[registration.LabelRegistration] == reg.Name {
 		uid := kc.GetUID()
 		if err := clusters.Delete(ctx, reg.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
@@ -750,7 +749,7 @@ func (c *Controller) writeStatus(ctx context.Context, reg *cellv1alpha1.ClusterR
 	if err != nil {
 		return fmt.Errorf("encoding ClusterRegistration %s: %w", reg.Name, err)
 	}
-	if _, err := c.dynamic.Resource(registration.Resource).UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.dynamic.Resource(cellv1alpha1.ClusterRegistrationsResource).UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // a newer version is queued
 		}

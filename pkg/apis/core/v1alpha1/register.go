@@ -29,3 +29,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
+
+// The resources of core.cellfed.io/v1alpha1, declared once for clients.
+var (
+	CellsResource                = SchemeGroupVersion.WithResource("cells")
+	TemplateRevisionsResource    = SchemeGroupVersion.WithResource("templaterevisions")
+	ClusterRegistrationsResource = SchemeGroupVersion.WithResource("clusterregistrations")
+)

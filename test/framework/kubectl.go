@@ -30,6 +30,17 @@ var kubectlPath = sync.OnceValue(func() string {
 	return "kubectl" // fails with a clear "not found"
 })
 
+// KubectlBinary is the kubectl the framework runs, for tests that run it
+// themselves (as a kubectl plugin host, say); without one it fails the
+// test with the command that builds bin/kubectl.
+func KubectlBinary(t testing.TB) string {
+	t.Helper()
+	if p := kubectlPath(); p != "kubectl" {
+		return p
+	}
+	return Binary(t, "kubectl")
+}
+
 func isFile(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil

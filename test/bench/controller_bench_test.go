@@ -98,8 +98,14 @@ type raceResult struct {
 // deletes objects through any other KubeFedCluster reaching the same
 // member; cellfed additionally runs with 50 cells sharing members. The
 // whole race is repeated CELLFED_BENCH_RUNS times on the same members
-// and one table of the medians is printed and written to
-// CELLFED_BENCH_TABLE.
+// and one table of the medians is printed and written to a file outside
+// the tree (its path is printed), or to CELLFED_BENCH_TABLE when set:
+// docs/race.md is regenerated with
+//
+//	CELLFED_BENCH_TABLE=docs/race.md CELLFED_BENCH_MEMBERS=10 CELLFED_BENCH_OBJECTS=1000 CELLFED_BENCH_RUNS=1 \
+//	  go test ./test/bench -run XXX -bench BenchmarkControllerRace -benchtime 1x -timeout 3h
+//
+// (the size docs/race.md publishes; the default size takes hours).
 func BenchmarkControllerRace(b *testing.B) {
 	for range b.N {
 		started := time.Now()

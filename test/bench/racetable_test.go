@@ -190,14 +190,17 @@ func report(b *testing.B, run int, kf, cf raceResult) {
 }
 
 // writeRaceTable prints the table of all runs and writes it, with what
-// was run where, to CELLFED_BENCH_TABLE (default docs/race.md; a relative
-// path is relative to the repository root).
+// was run where, to race.md in a new directory outside the tree (see
+// benchOutputDir), so a bench run leaves the checkout clean. Only when
+// asked with CELLFED_BENCH_TABLE=<path> (a relative path is relative to
+// the repository root) does it write there: CELLFED_BENCH_TABLE=docs/race.md
+// regenerates the published table.
 func writeRaceTable(b *testing.B, kfs, cfs []raceResult, started time.Time) {
 	path := os.Getenv("CELLFED_BENCH_TABLE")
-	if path == "" {
-		path = "docs/race.md"
-	}
-	if !filepath.IsAbs(path) {
+	switch {
+	case path == "":
+		path = filepath.Join(benchOutputDir(b, "cellfed-race-table-"), "race.md")
+	case !filepath.IsAbs(path):
 		path = filepath.Join(framework.RepoRoot(b), path)
 	}
 	var env []string
@@ -275,9 +278,8 @@ func loadAvg() string {
 	return strings.Join(strings.Fields(string(raw))[:3], " ")
 }
 
-// raceProfileDir is CELLFED_BENCH_PROFILE_DIR, else a new directory
-// under -test.outputdir when go test was given -outputdir, else under the
-// system's temporary directory; it outlives the test.
+// raceProfileDir is CELLFED_BENCH_PROFILE_DIR, else a new directory from
+// benchOutputDir.
 func raceProfileDir(b *testing.B) string {
 	dir := os.Getenv("CELLFED_BENCH_PROFILE_DIR")
 	if dir != "" {
@@ -286,13 +288,20 @@ func raceProfileDir(b *testing.B) string {
 		}
 		return dir
 	}
+	return benchOutputDir(b, "cellfed-race-profiles-")
+}
+
+// benchOutputDir is a new directory named pattern* under -test.outputdir
+// when go test was given -outputdir, else under the system's temporary
+// directory: never in the checkout. It outlives the benchmark.
+func benchOutputDir(b *testing.B, pattern string) string {
 	parent := ""
 	if f := flag.Lookup("test.outputdir"); f != nil {
 		parent = f.Value.String()
 	}
-	dir, err := os.MkdirTemp(parent, "cellfed-race-profiles-")
+	dir, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
-		b.Fatalf("profile dir: %v", err)
+		b.Fatalf("bench output dir: %v", err)
 	}
 	return dir
 }

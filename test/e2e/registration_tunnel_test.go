@@ -141,7 +141,7 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 				failures.Add(1)
 				lastFailure.Store(err.Error())
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the request rate (20/s) through the tunnel, not a sync
 		}
 	}()
 

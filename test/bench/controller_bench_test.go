@@ -5,18 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -37,18 +33,6 @@ var (
 // raceCells is how many cells the last latency phase of cellfed-controller
 // has, sharing the members (the "50 cells on 10 members").
 const raceCells = 50
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-var (
-	fedConfigMaps = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
-	configMaps    = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-)
 
 // raceResult is one controller's run.
 type raceResult struct {
@@ -98,8 +82,14 @@ type raceResult struct {
 // deletes objects through any other KubeFedCluster reaching the same
 // member; cellfed additionally runs with 50 cells sharing members. The
 // whole race is repeated CELLFED_BENCH_RUNS times on the same members
-// and one table of the medians is printed and written to
-// CELLFED_BENCH_TABLE.
+// and one table of the medians is printed and written to a file outside
+// the tree (its path is printed), or to CELLFED_BENCH_TABLE when set:
+// docs/race.md is regenerated with
+//
+//	CELLFED_BENCH_TABLE=docs/race.md CELLFED_BENCH_MEMBERS=10 CELLFED_BENCH_OBJECTS=1000 CELLFED_BENCH_RUNS=1 \
+//	  go test ./test/bench -run XXX -bench BenchmarkControllerRace -benchtime 1x -timeout 3h
+//
+// (the size docs/race.md publishes; the default size takes hours).
 func BenchmarkControllerRace(b *testing.B) {
 	for range b.N {
 		started := time.Now()
@@ -417,47 +407,6 @@ func phases(members int) []int {
 	return []int{10, members}
 }
 
-func cellName(i int) string { return fmt.Sprintf("rz%02d", i) }
-
-// cellYAML is cell i of namespace ns on member-i, as kubectl input.
-func cellYAML(ns string, i int) string {
-	return fmt.Sprintf("---\napiVersion: core.cellfed.io/v1alpha1\nkind: Cell\nmetadata: {name: %s, namespace: %s}\nspec: {cluster: member-%d}\n", cellName(i), ns, i)
-}
-
-// tenantNamespace is a tenant workspace (workspace prod), as kubectl input.
-func tenantNamespace(ns, tenant string) string {
-	return "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + ", labels: {cellfed.io/tenant: " + tenant + ", cellfed.io/workspace: prod}}\n"
-}
-
-// forEach calls f(0) … f(n-1) on eight goroutines and waits for them.
-func forEach(n int, f func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// cellNames are the first n cells: rz00, rz01, …
-func cellNames(n int) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = cellName(i)
-	}
-	return names
-}
-
 func createFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name string, cells []string) {
 	tops := make([]any, len(cells))
 	for i, c := range cells {
@@ -518,137 +467,10 @@ func latency(b *testing.B, dyn dynamic.Interface, w *watchers, ns, prefix string
 	return [2]time.Duration{percentile(lat, 50), percentile(lat, 99)}, missing
 }
 
-// watchers record when each member first saw each key of its managed
-// objects of one resource: the object's name for the race's config maps,
-// name and image for template updates of deployments.
-type watchers struct {
-	mu     sync.Mutex
-	seen   map[string]map[int]time.Time
-	cancel context.CancelFunc
-}
-
-func startWatchers(b *testing.B, members []*framework.Server, gvr schema.GroupVersionResource, ns string, key func(*unstructured.Unstructured) string) *watchers {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &watchers{seen: map[string]map[int]time.Time{}, cancel: cancel}
-	record := func(i int, obj *unstructured.Unstructured) {
-		now := time.Now()
-		k := key(obj)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.seen[k] == nil {
-			w.seen[k] = map[int]time.Time{}
-		}
-		if _, ok := w.seen[k][i]; !ok {
-			w.seen[k][i] = now
-		}
-	}
-	opts := metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"}
-	for i, m := range members {
-		c := dynamic.NewForConfigOrDie(m.RESTConfig(b)).Resource(gvr).Namespace(ns)
-		wi, err := c.Watch(ctx, opts)
-		if err != nil {
-			b.Fatalf("watching member-%d: %v", i, err)
-		}
-		// A member may end a watch (its request timeout, an error
-		// event): list what arrived meanwhile (seen late, at the list)
-		// and watch on from the list.
-		go func() {
-			for {
-				for ev := range wi.ResultChan() {
-					if ev.Type != watch.Added && ev.Type != watch.Modified {
-						continue
-					}
-					if obj, ok := ev.Object.(*unstructured.Unstructured); ok {
-						record(i, obj)
-					}
-				}
-				wi.Stop()
-				for ctx.Err() == nil {
-					fmt.Printf("  watch of member-%d ended: listing and watching again\n", i)
-					list, err := c.List(ctx, opts)
-					if err == nil {
-						for j := range list.Items {
-							record(i, &list.Items[j])
-						}
-						o := opts
-						o.ResourceVersion = list.GetResourceVersion()
-						if wi, err = c.Watch(ctx, o); err == nil {
-							break
-						}
-					}
-					time.Sleep(time.Second) // retrying a member that refused
-				}
-				if ctx.Err() != nil {
-					return
-				}
-			}
-		}()
-	}
-	return w
-}
-
-func (w *watchers) stop() { w.cancel() }
-
-// lastSeen is when the last of the first n members saw name.
-func (w *watchers) lastSeen(name string, n int) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var last time.Time
-	for i := range n {
-		t, ok := w.seen[name][i]
-		if !ok {
-			return time.Time{}, false
-		}
-		if t.After(last) {
-			last = t
-		}
-	}
-	return last, true
-}
-
-// missing are the first n members that have not seen name.
-func (w *watchers) missing(name string, n int) []int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var m []int
-	for i := range n {
-		if _, ok := w.seen[name][i]; !ok {
-			m = append(m, i)
-		}
-	}
-	return m
-}
-
-// count is the number of (object, member) pairs seen with the prefix.
-func (w *watchers) count(prefix string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for name, ms := range w.seen {
-		if strings.HasPrefix(name, prefix) {
-			n += len(ms)
-		}
-	}
-	return n
-}
-
 func memberWrites(b *testing.B, c kubernetes.Interface) framework.Writes {
 	w, err := framework.CountWrites(context.Background(), c, "configmaps")
 	if err != nil {
 		b.Fatal(err)
 	}
 	return w
-}
-
-// cpuTime is a process's user+system CPU time from /proc.
-func cpuTime(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatalf("reading CPU time: %v", err)
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
 }

@@ -3,12 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -31,8 +29,8 @@ func BenchmarkConversionList(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctx := context.Background()
-		v2 := dyn.Resource(schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federateddeployments"}).Namespace("shop")
-		v1 := dyn.Resource(schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federateddeployments"}).Namespace("shop")
+		v2 := dyn.Resource(fedDeployments).Namespace("shop")
+		v1 := dyn.Resource(fedDeploymentsV1).Namespace("shop")
 		for i := range objects {
 			if _, err := v2.Create(ctx, federatedDeployment(i), metav1.CreateOptions{}); err != nil {
 				b.Fatalf("create: %v", err)
@@ -96,33 +94,4 @@ func withNegotiation(cfg *rest.Config) *rest.Config {
 	c.GroupVersion = &schema.GroupVersion{}
 	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	return c
-}
-
-func federatedDeployment(i int) *unstructured.Unstructured {
-	name := fmt.Sprintf("web-%04d", i)
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "types.kubefed.io/v1beta2",
-		"kind":       "FederatedDeployment",
-		"metadata":   map[string]any{"name": name, "labels": map[string]any{"app": name}},
-		"spec": map[string]any{
-			"template": map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{"app": name}},
-				"spec": map[string]any{
-					"replicas": int64(3),
-					"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
-					"template": map[string]any{
-						"metadata": map[string]any{"labels": map[string]any{"app": name}},
-						"spec": map[string]any{"containers": []any{map[string]any{
-							"name": "web", "image": "registry.example.com/shop/web:1.27.3",
-							"ports":     []any{map[string]any{"containerPort": int64(8080), "name": "http"}},
-							"env":       []any{map[string]any{"name": "MODE", "value": "production"}, map[string]any{"name": "REGION", "value": "eu"}},
-							"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "256Mi"}},
-						}}},
-					},
-				},
-			},
-			"placement": map[string]any{"topologies": []any{map[string]any{"name": "rz00a"}, map[string]any{"name": "rz10a"}}},
-			"overrides": []any{map[string]any{"topologyName": "rz10a", "clusterOverrides": []any{map[string]any{"path": "/spec/replicas", "value": int64(5)}}}},
-		},
-	}}
 }

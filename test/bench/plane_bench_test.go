@@ -5,9 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +14,6 @@ import (
 
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-const objects = 1000
 
 // BenchmarkPlane starts the plane on SQLite and on MariaDB and reports
 // ready time, RSS, and create/get/list latency for 1,000 config maps.
@@ -94,36 +89,4 @@ func benchPlane(b *testing.B, endpoint string) {
 		b.ReportMetric(ms(percentile(m.d, 50)), m.name+"-p50-ms")
 		b.ReportMetric(ms(percentile(m.d, 99)), m.name+"-p99-ms")
 	}
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return s[i]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// procStatusMiB reads a size field of a process's /proc status, e.g.
-// VmRSS: (resident set) or VmHWM: (its peak).
-func procStatusMiB(b *testing.B, pid int, field string) float64 {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatalf("reading /proc/%d/status: %v", pid, err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
-			kb, err := strconv.Atoi(f[1])
-			if err != nil {
-				b.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
 }

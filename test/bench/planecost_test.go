@@ -36,26 +36,18 @@ func readPlaneCost(b *testing.B, c kubernetes.Interface) planeCost {
 		b.Fatalf("reading the plane's /metrics: %v", err)
 	}
 	pc := planeCost{writes: map[string]int{}}
-	for _, line := range strings.Split(string(raw), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
-		}
+	samples(raw, func(line string, n float64) {
 		switch {
 		case strings.HasPrefix(line, "apiserver_crd_conversion_webhook_duration_seconds_count{"):
 			pc.conversions += int(n)
 		case strings.HasPrefix(line, "apiserver_request_total{"):
 			verb := label(line, "verb")
 			if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY" {
-				continue
+				return
 			}
 			res := label(line, "resource")
 			if !slices.Contains(planeWriteResources, res) {
-				continue
+				return
 			}
 			if sub := label(line, "subresource"); sub != "" {
 				res += "/" + sub
@@ -66,8 +58,24 @@ func readPlaneCost(b *testing.B, c kubernetes.Interface) planeCost {
 			}
 			pc.writes[key] += int(n)
 		}
-	}
+	})
 	return pc
+}
+
+// samples calls f with each sample line of a /metrics page (Prometheus
+// text format) and its value.
+func samples(raw []byte, f func(line string, value float64)) {
+	for _, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		f(line, n)
+	}
 }
 
 // label is the value of a metric line's label, "" without it.
@@ -146,15 +154,7 @@ func readControllerMetrics(b *testing.B, url string) controllerMetrics {
 		b.Fatalf("reading the controller's /metrics: %d %v", resp.StatusCode, err)
 	}
 	cm := controllerMetrics{buckets: map[float64]float64{}, writes: map[string]int{}}
-	for _, line := range strings.Split(string(raw), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
-		}
+	samples(raw, func(line string, n float64) {
 		switch {
 		case strings.HasPrefix(line, "cellfed_controller_propagation_latency_seconds_bucket{"):
 			le, err := strconv.ParseFloat(label(line, "le"), 64)
@@ -167,7 +167,7 @@ func readControllerMetrics(b *testing.B, url string) controllerMetrics {
 		case strings.HasPrefix(line, "cellfed_controller_member_request_duration_seconds_count{") && label(line, "verb") == "get":
 			cm.memberGets += int(n)
 		}
-	}
+	})
 	return cm
 }
 

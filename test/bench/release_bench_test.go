@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -33,11 +32,6 @@ var (
 	churnPeriodMS = envInt("CELLFED_BENCH_CHURN_PERIOD_MS", 2500)
 	churnLight    = envInt("CELLFED_BENCH_CHURN_LIGHT_OBJECTS", 10)
 	maskSamples   = envInt("CELLFED_BENCH_MASK_SAMPLES", 50)
-)
-
-var (
-	fedDeployments = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federateddeployments"}
-	deployments    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 )
 
 const (

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cellfed/cellfed/test/framework"
@@ -30,7 +29,7 @@ func BenchmarkWriteConversions(b *testing.B) {
 		kube := plane.Client(b)
 		ctx := context.Background()
 		res := func(v string) dynamic.ResourceInterface {
-			return dyn.Resource(schema.GroupVersionResource{Group: "types.kubefed.io", Version: v, Resource: "federateddeployments"}).Namespace("shop")
+			return dyn.Resource(fedResource("federateddeployments", v)).Namespace("shop")
 		}
 		var s strings.Builder
 		step := func(what string, f func(i int) error) {

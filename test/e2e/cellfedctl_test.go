@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,110 +14,12 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-// cellfedctl runs bin/cellfedctl against a kubeconfig.
-type cellfedctl struct {
-	bin, kubeconfig string
-}
-
-// run returns stdout, stderr and the exit code.
-func (c cellfedctl) run(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, append([]string{"--kubeconfig=" + c.kubeconfig}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	case err != nil:
-		t.Fatalf("running cellfedctl %s: %v", strings.Join(args, " "), err)
-	}
-	return stdout.String(), stderr.String(), 0
-}
-
-// ok runs a command that must succeed and returns its stdout.
-func (c cellfedctl) ok(t *testing.T, args ...string) string {
-	t.Helper()
-	out, errOut, code := c.run(t, args...)
-	if code != 0 {
-		t.Fatalf("cellfedctl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
-	}
-	return out
-}
-
-// fails runs a command that must fail with one line
-// `error: <what>; <how to fix>` containing want, and nothing on stdout.
-func (c cellfedctl) fails(t *testing.T, want string, args ...string) string {
-	t.Helper()
-	out, errOut, code := c.run(t, args...)
-	if code != 1 {
-		t.Fatalf("cellfedctl %s: exit %d, want 1 (stdout %q, stderr %q)", strings.Join(args, " "), code, out, errOut)
-	}
-	line := strings.TrimSuffix(errOut, "\n")
-	if strings.Contains(line, "\n") || !strings.HasPrefix(line, "error: ") || !strings.Contains(line, "; ") {
-		t.Errorf("cellfedctl %s: stderr %q, want one line `error: <what>; <how to fix>`", strings.Join(args, " "), errOut)
-	}
-	if !strings.Contains(line, want) {
-		t.Errorf("cellfedctl %s: stderr %q, want it to contain %q", strings.Join(args, " "), errOut, want)
-	}
-	if out != "" {
-		t.Errorf("cellfedctl %s: stdout %q, want nothing", strings.Join(args, " "), out)
-	}
-	return line
-}
-
-// ctlKubectl finds kubectl the way the framework does: $CELLFED_KUBECTL,
-// kubectl on PATH, or bin/kubectl.
-func ctlKubectl(t *testing.T) string {
-	if p := os.Getenv("CELLFED_KUBECTL"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	return framework.Binary(t, "kubectl")
-}
-
 // federationState lists what enable, disable and cell commands write, to
 // check that a failing command wrote nothing.
 func federationState(t *testing.T, k framework.Kubectl) string {
 	t.Helper()
 	return k.MustRun(t, "", "get", "crd,federatedtypeconfigs,kubefedclusters,cells", "-A", "-o", "name")
 }
-
-const ctlMemberCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          description: A widget.
-          properties:
-            apiVersion: {type: string}
-            kind: {type: string}
-            metadata: {type: object}
-            spec:
-              type: object
-              properties:
-                size: {type: integer, minimum: 1, description: How big.}
-                color: {type: string}
-            status:
-              type: object
-              properties:
-                ready: {type: boolean}
-`
 
 func ctlFederatedWidget(name string, size any) string {
 	return fmt.Sprintf(`apiVersion: types.kubefed.io/v1beta2
@@ -138,7 +39,7 @@ func TestCellfedctl(t *testing.T) {
 	t.Parallel()
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
-	ctl := cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: plane.Kubeconfig}
+	ctl := newCellfedctl(t, plane.Kubeconfig)
 	member := framework.StartMember(t, "member1")
 	mk := framework.Kubectl{Kubeconfig: member.Kubeconfig}
 
@@ -308,7 +209,7 @@ spec: {apiEndpoint: "https://127.0.0.1:%d", secretRef: {name: member1-token}}
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, ctlKubectl(t), append([]string{"cellfed"}, args...)...)
+			cmd := exec.CommandContext(ctx, framework.KubectlBinary(t), append([]string{"cellfed"}, args...)...)
 			cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+plane.Kubeconfig)
 			out, err := cmd.Output()
 			if err != nil {

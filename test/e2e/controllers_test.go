@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-const controllerTimeout = 90 * time.Second
 
 // TestCoreControllers checks the in-process controllers of a standalone
 // plane: namespace deletion, garbage collection, service accounts and
@@ -117,11 +114,4 @@ func waitGone(t *testing.T, get func(context.Context) error) {
 func waitFound(t *testing.T, get func(context.Context) error) {
 	t.Helper()
 	waitFor(t, "object to appear", func(ctx context.Context) (bool, error) { err := get(ctx); return err == nil, err })
-}
-
-func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := framework.Poll(context.Background(), 100*time.Millisecond, controllerTimeout, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }

@@ -25,63 +25,6 @@ func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
 	return plane, k
 }
 
-func getJSON(t *testing.T, k framework.Kubectl, args ...string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	out := k.MustRun(t, "", append(args, "-o", "json")...)
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatalf("decoding kubectl get %v: %v", args, err)
-	}
-	return m
-}
-
-func field(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
-}
-
-func names(list any, key string) []string {
-	var out []string
-	items, _ := list.([]any)
-	for _, i := range items {
-		if m, ok := i.(map[string]any); ok {
-			s, _ := m[key].(string)
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// webDeployment is a v1beta2 FederatedDeployment shop/web placed on cells
-// rz00a and rz10a; tests append more spec fields.
-const webDeployment = `
-apiVersion: types.kubefed.io/v1beta2
-kind: FederatedDeployment
-metadata: {name: web, namespace: shop}
-spec:
-  template:
-    spec:
-      replicas: 2
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec: {containers: [{name: web, image: "nginx:1.27"}]}
-  placement:
-    topologies: [{name: rz00a}, {name: rz10a}]
-`
-
-const (
-	fdV1beta1 = "federateddeployments.v1beta1.types.kubefed.io"
-	fdV1beta2 = "federateddeployments.v1beta2.types.kubefed.io"
-)
-
 // TestFederatedObjectsInBothVersions applies multi-topology objects with
 // kubectl and reads them in KubeFed's community shape and back; writes
 // through the community version keep what only v1beta2 can express.
@@ -352,13 +295,4 @@ func TestConversionWebhookNeedsCredentials(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("anonymous POST to the conversion webhook: %s, want 403 Forbidden", resp.Status)
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

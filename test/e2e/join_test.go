@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,25 +11,16 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-var (
-	joinClusters = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}
-	joinCells    = schema.GroupVersionResource{Group: "core.cellfed.io", Version: "v1alpha1", Resource: "cells"}
-)
-
-const fedNS = "kube-federation-system"
 
 // deadKubeconfig copies kubeconfig with its server moved to a loopback
 // port nothing listens on.
@@ -49,66 +38,6 @@ func deadKubeconfig(t *testing.T, kubeconfig string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// joinedCluster reads what join stored in the plane: the KubeFedCluster's
-// endpoint, CA bundle and secret name, and the token.
-type joinedCluster struct {
-	endpoint, secret, token string
-	caBundle                []byte
-	resourceVersion         string
-	secretResourceVersion   string
-}
-
-func readJoined(t *testing.T, dyn dynamic.Interface, kube kubernetes.Interface, name string) joinedCluster {
-	t.Helper()
-	ctx := context.Background()
-	u, err := dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("KubeFedCluster %s: %v", name, err)
-	}
-	var j joinedCluster
-	j.endpoint, _, _ = unstructured.NestedString(u.Object, "spec", "apiEndpoint")
-	j.secret, _, _ = unstructured.NestedString(u.Object, "spec", "secretRef", "name")
-	ca, _, _ := unstructured.NestedString(u.Object, "spec", "caBundle")
-	j.resourceVersion = u.GetResourceVersion()
-	if j.caBundle, err = base64.StdEncoding.DecodeString(ca); err != nil {
-		t.Fatalf("caBundle of %s is not base64: %v", name, err)
-	}
-	s, err := kube.CoreV1().Secrets(fedNS).Get(ctx, j.secret, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("Secret %s of KubeFedCluster %s: %v", j.secret, name, err)
-	}
-	j.token, j.secretResourceVersion = string(s.Data["token"]), s.ResourceVersion
-	return j
-}
-
-// asPlane is a client of the member made only of what the plane stores:
-// endpoint, CA bundle and token.
-func (j joinedCluster) asPlane(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(&rest.Config{Host: j.endpoint, BearerToken: j.token, TLSClientConfig: rest.TLSClientConfig{CAData: j.caBundle}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// checkWorks proves endpoint, CA and token: the plane's credentials list
-// and create configmaps in the member.
-func (j joinedCluster) checkWorks(t *testing.T, cmName string) {
-	t.Helper()
-	c := j.asPlane(t)
-	err := framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
-		if _, err := c.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
-			return false, err
-		}
-		_, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName}}, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), err
-	})
-	if err != nil {
-		t.Fatalf("the stored endpoint %s, CA and token do not work in the member: %v", j.endpoint, err)
-	}
 }
 
 // memberState names the member's objects join writes, with their
@@ -160,14 +89,14 @@ func planeState(t *testing.T, dyn dynamic.Interface, kube kubernetes.Interface) 
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
-	kfcs, err := dyn.Resource(joinClusters).Namespace(fedNS).List(ctx, metav1.ListOptions{})
+	kfcs, err := dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range kfcs.Items {
 		fmt.Fprintf(&b, "kubefedcluster %s %s\n", o.GetName(), o.GetResourceVersion())
 	}
-	secrets, err := kube.CoreV1().Secrets(fedNS).List(ctx, metav1.ListOptions{})
+	secrets, err := kube.CoreV1().Secrets(framework.KubeFedNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +123,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 	t.Parallel()
 	plane := framework.StartPlane(t, framework.PlaneOptions{})
 	member := framework.StartMember(t, "m1")
-	ctl := cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: plane.Kubeconfig}
+	ctl := newCellfedctl(t, plane.Kubeconfig)
 	planeKube := plane.Client(t)
 	planeDyn, err := dynamic.NewForConfig(plane.RESTConfig(t))
 	if err != nil {
@@ -242,7 +171,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 			t.Errorf("token expiry %q (%v), want about 8760h from now", strings.Fields(line)[0], err)
 		}
 		joined.checkWorks(t, "from-plane")
-		if _, err := memberKube.CoreV1().ServiceAccounts(fedNS).Get(ctx, "cellfed-m1", metav1.GetOptions{}); err != nil {
+		if _, err := memberKube.CoreV1().ServiceAccounts(framework.KubeFedNamespace).Get(ctx, "cellfed-m1", metav1.GetOptions{}); err != nil {
 			t.Errorf("member ServiceAccount: %v", err)
 		}
 	})
@@ -272,7 +201,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 		if !strings.Contains(out, "KubeFedCluster kube-federation-system/m1 (updated)") {
 			t.Errorf("join --tenant printed\n%s", out)
 		}
-		u, err := planeDyn.Resource(schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}).
+		u, err := planeDyn.Resource(kubefed.KubeFedClustersResource).
 			Namespace("kube-federation-system").Get(context.Background(), "m1", metav1.GetOptions{})
 		if err != nil || u.GetLabels()["cellfed.io/tenant"] != "acme" {
 			t.Fatalf("KubeFedCluster m1 after join --tenant=acme: labels %v, err %v", u.GetLabels(), err)
@@ -284,7 +213,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 		labels := u.GetLabels()
 		delete(labels, "cellfed.io/tenant")
 		u.SetLabels(labels)
-		if _, err := planeDyn.Resource(schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}).
+		if _, err := planeDyn.Resource(kubefed.KubeFedClustersResource).
 			Namespace("kube-federation-system").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("removing the tenant label: %v", err)
 		}
@@ -343,7 +272,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 		checkStatusRow(t, out, "NAME", []string{"m1", endpoint, "Unknown", "<unknown>", "0"})
 
 		// What the cluster controller will write.
-		kfcs := planeDyn.Resource(joinClusters).Namespace(fedNS)
+		kfcs := planeDyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace)
 		u, err := kfcs.Get(ctx, "m1", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -357,7 +286,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 			t.Fatalf("writing KubeFedCluster m1's status: %v", err)
 		}
 		createCell(t, ctl, planeKube, "acme", "rz00a", "m1")
-		cells := planeDyn.Resource(joinCells).Namespace("acme")
+		cells := planeDyn.Resource(cellv1alpha1.CellsResource).Namespace("acme")
 		cell, err := cells.Get(ctx, "rz00a", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -408,7 +337,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 	t.Run("unjoin", func(t *testing.T) {
 		ctl.ok(t, "cell", "delete", "rz00a", "-n", "acme")
 		err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
-			l, err := planeDyn.Resource(joinCells).List(ctx, metav1.ListOptions{})
+			l, err := planeDyn.Resource(cellv1alpha1.CellsResource).List(ctx, metav1.ListOptions{})
 			return err == nil && len(l.Items) == 0, err
 		})
 		if err != nil {
@@ -422,8 +351,8 @@ func TestJoinStatusUnjoin(t *testing.T) {
 		if state := planeState(t, planeDyn, planeKube); strings.Contains(state, "m1") {
 			t.Errorf("the plane still has:\n%s", state)
 		}
-		if state := memberState(t, memberKube); strings.Contains(state, "cellfed-m1") || !strings.Contains(state, "ns "+fedNS+"\n") {
-			t.Errorf("the member after unjoin (cellfed-m1 gone, namespace %s kept):\n%s", fedNS, state)
+		if state := memberState(t, memberKube); strings.Contains(state, "cellfed-m1") || !strings.Contains(state, "ns "+framework.KubeFedNamespace+"\n") {
+			t.Errorf("the member after unjoin (cellfed-m1 gone, namespace %s kept):\n%s", framework.KubeFedNamespace, state)
 		}
 		// The ServiceAccount is gone, and its token with it.
 		c := joined.asPlane(t)
@@ -451,7 +380,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(out, "unjoined m1: deleted KubeFedCluster") || !strings.Contains(errOut, "warning: member cluster "+deadMember+" did not answer") {
 			t.Errorf("unjoin --force: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
-		if !strings.Contains(memberState(t, memberKube), "sa "+fedNS+"/cellfed-m1") {
+		if !strings.Contains(memberState(t, memberKube), "sa "+framework.KubeFedNamespace+"/cellfed-m1") {
 			t.Errorf("the member's ServiceAccount went, though the member was not reachable")
 		}
 		// Again with the member: finishes the job.
@@ -473,27 +402,6 @@ func TestJoinStatusUnjoin(t *testing.T) {
 			t.Errorf("left after unjoin:\n%s", state)
 		}
 	})
-}
-
-// createCell creates a tenant namespace and a cell on cluster, waiting
-// until admission sees the cluster.
-func createCell(t *testing.T, ctl cellfedctl, kube kubernetes.Interface, ns, name, cluster string) {
-	t.Helper()
-	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{"cellfed.io/tenant": "acme", "cellfed.io/workspace": "prod"}}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	err = framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
-		_, stderr, code := ctl.run(t, "cell", "create", name, "--cluster="+cluster, "-n", ns)
-		if code != 0 {
-			return false, errors.New(stderr)
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("cell create %s/%s: %v", ns, name, err)
-	}
 }
 
 // checkStatusRow finds the table whose header starts with first and

@@ -85,7 +85,7 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 			checkKeys(oldKey, "")
 
 			// Rotation: a new key, everything rewritten, the old key retired.
-			out := cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: plane.Kubeconfig}.ok(t, "rotate-key", "--key-file="+keyFile)
+			out := newCellfedctl(t, plane.Kubeconfig).ok(t, "rotate-key", "--key-file="+keyFile)
 			_, newKey, err := kms.ReadKeyIDs(keyFile)
 			if err != nil || newKey == oldKey {
 				t.Fatalf("rotate-key left the primary key at %s (%v)", newKey, err)

@@ -16,15 +16,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-var (
-	fedCMV1      = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"}
-	fedDeployV1  = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federateddeployments"}
-	clusterRoles = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
-	kubefedHash  = regexp.MustCompile(`^[0-9a-f]{32}$`)
-)
+// kubefedHash is the form of KubeFed's template and override versions.
+var kubefedHash = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // compatClusterStatus reads status.clusters of a v1beta1 object as
 // "name=status" strings (sorted) and its Propagation condition.
@@ -104,7 +101,7 @@ func waitMemberConfigMap(t *testing.T, c kubernetes.Interface, who, ns, name, ke
 func checkPropagatedVersion(t *testing.T, dyn dynamic.Interface, ns, name string, members map[string]kubernetes.Interface) {
 	t.Helper()
 	eventually(t, "PropagatedVersion configmap-"+name+" in KubeFed's format", func() (bool, string) {
-		pv, err := dyn.Resource(pvs).Namespace(ns).Get(context.Background(), "configmap-"+name, metav1.GetOptions{})
+		pv, err := dyn.Resource(kubefed.PropagatedVersionsResource).Namespace(ns).Get(context.Background(), "configmap-"+name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -168,7 +165,6 @@ spec:
 
 	t.Run("a cluster-scoped type with the all-clusters selector", func(t *testing.T) {
 		f.ctl.ok(t, "enable", "clusterroles.rbac.authorization.k8s.io")
-		frGVR := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedclusterroles"}
 		eventually(t, "FederatedClusterRole served", func() (bool, string) {
 			_, err := f.kubectl.Run(context.Background(), `
 apiVersion: types.kubefed.io/v1beta1
@@ -187,11 +183,11 @@ spec:
 				return err == nil, err
 			})
 		}
-		waitClusterStatus(t, f.dyn, frGVR, "", "reader", []string{"member-0=OK", "member-1=OK"}, "True", "")
+		waitClusterStatus(t, f.dyn, fedClusterRoleV1, "", "reader", []string{"member-0=OK", "member-1=OK"}, "True", "")
 	})
 
 	t.Run("an update changes the template version and each member's recorded version", func(t *testing.T) {
-		before, err := f.dyn.Resource(pvs).Namespace("plain").Get(context.Background(), "configmap-everywhere", metav1.GetOptions{})
+		before, err := f.dyn.Resource(kubefed.PropagatedVersionsResource).Namespace("plain").Get(context.Background(), "configmap-everywhere", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +195,7 @@ spec:
 		waitMemberConfigMap(t, m0, "member-0", "plain", "everywhere", "color", "green")
 		waitMemberConfigMap(t, m1, "member-1", "plain", "everywhere", "color", "green")
 		checkPropagatedVersion(t, f.dyn, "plain", "everywhere", map[string]kubernetes.Interface{"member-0": m0, "member-1": m1})
-		after, err := f.dyn.Resource(pvs).Namespace("plain").Get(context.Background(), "configmap-everywhere", metav1.GetOptions{})
+		after, err := f.dyn.Resource(kubefed.PropagatedVersionsResource).Namespace("plain").Get(context.Background(), "configmap-everywhere", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
@@ -34,20 +35,9 @@ import (
 // KubeFedConfig KubeFed's installation creates.
 
 // kfctlHost are the flags naming the plane as KubeFed's host cluster.
-var kfctlHost = []string{"--host-cluster-context=plane", "--kubefed-namespace=" + fedNS}
+var kfctlHost = []string{"--host-cluster-context=plane", "--kubefed-namespace=" + framework.KubeFedNamespace}
 
 func kfctlArgs(args ...string) []string { return append(args, kfctlHost...) }
-
-var (
-	kfctlFTCs = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "federatedtypeconfigs"}
-	kfctlCRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-)
-
-// kfctlFederated is a federated type's resource in version v ("v1beta1",
-// "v1beta2").
-func kfctlFederated(plural, v string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "types.kubefed.io", Version: v, Resource: plural}
-}
 
 // kfctlFederation is a plane with two members, a merged kubeconfig and
 // kubefedctl.
@@ -111,15 +101,15 @@ func (f *kfctlFederation) join(t *testing.T, name string) {
 	}
 
 	sa := name + "-plane"
-	if _, err := mc.CoreV1().ServiceAccounts(fedNS).Get(ctx, sa, metav1.GetOptions{}); err != nil {
-		t.Errorf("member %s: ServiceAccount %s/%s: %v", name, fedNS, sa, err)
+	if _, err := mc.CoreV1().ServiceAccounts(framework.KubeFedNamespace).Get(ctx, sa, metav1.GetOptions{}); err != nil {
+		t.Errorf("member %s: ServiceAccount %s/%s: %v", name, framework.KubeFedNamespace, sa, err)
 	}
-	secret, err := mc.CoreV1().Secrets(fedNS).Get(ctx, sa, metav1.GetOptions{})
+	secret, err := mc.CoreV1().Secrets(framework.KubeFedNamespace).Get(ctx, sa, metav1.GetOptions{})
 	switch {
 	case err != nil:
-		t.Errorf("member %s: token Secret %s/%s: %v", name, fedNS, sa, err)
+		t.Errorf("member %s: token Secret %s/%s: %v", name, framework.KubeFedNamespace, sa, err)
 	case secret.Type != corev1.SecretTypeServiceAccountToken || string(secret.Data["token"]) != joined.token:
-		t.Errorf("member %s: Secret %s/%s has type %s and holds the token stored in the plane: %v", name, fedNS, sa, secret.Type, string(secret.Data["token"]) == joined.token)
+		t.Errorf("member %s: Secret %s/%s has type %s and holds the token stored in the plane: %v", name, framework.KubeFedNamespace, sa, secret.Type, string(secret.Data["token"]) == joined.token)
 	}
 	role := "kubefed-controller-manager:" + sa
 	cr, err := mc.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
@@ -131,7 +121,7 @@ func (f *kfctlFederation) join(t *testing.T, name string) {
 		t.Errorf("member %s: ClusterRole %s: %v, rules %v (want %v)", name, role, err, cr.Rules, wantRules)
 	}
 	crb, err := mc.RbacV1().ClusterRoleBindings().Get(ctx, role, metav1.GetOptions{})
-	wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: fedNS}}
+	wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: framework.KubeFedNamespace}}
 	if err != nil || crb.RoleRef.Name != role || fmt.Sprint(crb.Subjects) != fmt.Sprint(wantSubjects) {
 		t.Errorf("member %s: ClusterRoleBinding %s: %v, %+v", name, role, err, crb)
 	}
@@ -201,7 +191,7 @@ func (f *kfctlFederation) get(t *testing.T, gvr schema.GroupVersionResource, ns,
 // cluster-typed placement with an empty selector.
 func (f *kfctlFederation) checkEveryPhysicalCluster(t *testing.T, plural, ns, name string) {
 	t.Helper()
-	v1 := f.get(t, kfctlFederated(plural, "v1beta1"), ns, name)
+	v1 := f.get(t, fedResource(plural, "v1beta1"), ns, name)
 	raw, found, _ := unstructured.NestedMap(v1.Object, "spec", "placement", "clusterSelector")
 	var ls metav1.LabelSelector
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); !found || err != nil {
@@ -215,7 +205,7 @@ func (f *kfctlFederation) checkEveryPhysicalCluster(t *testing.T, plural, ns, na
 	if !sel.Matches(labels.Set{}) || !sel.Matches(labels.Set{"region": "eu"}) || sel.Matches(cell) {
 		t.Errorf("%s %s/%s (v1beta1): clusterSelector %q should select every physical cluster and no per-cell cluster", plural, ns, name, sel)
 	}
-	v2 := f.get(t, kfctlFederated(plural, "v1beta2"), ns, name)
+	v2 := f.get(t, fedResource(plural, "v1beta2"), ns, name)
 	typ, _, _ := unstructured.NestedString(v2.Object, "spec", "placement", "topologyType")
 	raw2, _, _ := unstructured.NestedMap(v2.Object, "spec", "placement", "topologySelector")
 	var ls2 metav1.LabelSelector
@@ -231,7 +221,7 @@ func (f *kfctlFederation) checkEveryPhysicalCluster(t *testing.T, plural, ns, na
 func (f *kfctlFederation) checkTemplate(t *testing.T, plural, ns, name string, want map[string]any) {
 	t.Helper()
 	for _, v := range []string{"v1beta1", "v1beta2"} {
-		o := f.get(t, kfctlFederated(plural, v), ns, name)
+		o := f.get(t, fedResource(plural, v), ns, name)
 		got, _, _ := unstructured.NestedMap(o.Object, "spec", "template")
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s %s/%s (%s): template %v, want %v", plural, ns, name, v, got, want)
@@ -272,7 +262,7 @@ func (f *kfctlFederation) waitMembers(t *testing.T, gvr schema.GroupVersionResou
 func (f *kfctlFederation) waitPropagated(t *testing.T, plural, ns, name string, want ...string) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%s %s/%s propagated to %v", plural, ns, name, want), func() (bool, string) {
-		o, err := f.dyn.Resource(kfctlFederated(plural, "v1beta1")).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		o, err := f.dyn.Resource(fedResource(plural, "v1beta1")).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -309,13 +299,6 @@ func dataIs(key, value string) func(*unstructured.Unstructured) error {
 		return nil
 	}
 }
-
-var (
-	kfctlConfigMaps  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	kfctlSecrets     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	kfctlDeployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	kfctlWidgets     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-)
 
 // kfctlInput is a local file for `kubefedctl federate -f`: objects the
 // plane does not have (and a Deployment, a type it does not serve).
@@ -395,7 +378,7 @@ func TestKubefedctl(t *testing.T) {
 		if fmt.Sprint(sel) != "map[clusterSelector:map[matchLabels:map[]]]" || fmt.Sprint(tmpl) != "map[data:map[color:blue] metadata:map[labels:map[app:web]]]" {
 			t.Errorf("placement %v, template %v", sel, tmpl)
 		}
-		_, err := f.dyn.Resource(kfctlFederated("federatedconfigmaps", "v1beta1")).Namespace("web").Get(ctx, "foo", metav1.GetOptions{})
+		_, err := f.dyn.Resource(fedCMV1).Namespace("web").Get(ctx, "foo", metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("federate -o yaml created web/foo (err %v)", err)
 		}
@@ -435,7 +418,7 @@ func TestKubefedctl(t *testing.T) {
 			t.Errorf("federated objects in shop: %v, want %v", got, want)
 		}
 		f.checkEveryPhysicalCluster(t, "federatedsecrets", "shop", "creds")
-		s := f.get(t, kfctlFederated("federatedsecrets", "v1beta2"), "shop", "creds")
+		s := f.get(t, fedSecretV2, "shop", "creds")
 		if pw, _, _ := unstructured.NestedString(s.Object, "spec", "template", "data", "password"); pw != "czNjcmV0" {
 			t.Errorf("FederatedSecret shop/creds (v1beta2): template data.password %q, want s3cret base64-encoded", pw)
 		}
@@ -456,7 +439,7 @@ func TestKubefedctl(t *testing.T) {
 			t.Errorf("no warning about the dropped annotation: %s", r.Stderr)
 		}
 		// -f only prints: nothing is created.
-		if _, err := f.dyn.Resource(kfctlFederated("federateddeployments", "v1beta1")).Namespace("web").Get(ctx, "api", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.dyn.Resource(fedDeployV1).Namespace("web").Get(ctx, "api", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("federate -f created web/api (err %v)", err)
 		}
 		if _, err := f.k.Run(ctx, r.Stdout, "apply", "-f", "-"); err != nil {
@@ -466,7 +449,7 @@ func TestKubefedctl(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.checkEveryPhysicalCluster(t, "federateddeployments", "web", "api")
-		d := f.get(t, kfctlFederated("federateddeployments", "v1beta2"), "web", "api")
+		d := f.get(t, fedDeployV2, "web", "api")
 		if img, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "template", "spec", "containers"); fmt.Sprint(img) != "[map[image:nginx:1.27 name:api]]" {
 			t.Errorf("FederatedDeployment web/api (v1beta2): containers %v", img)
 		}
@@ -477,16 +460,16 @@ func TestKubefedctl(t *testing.T) {
 		if !federated {
 			t.Fatal("nothing to propagate: kubefedctl federate failed above")
 		}
-		f.waitMembers(t, kfctlConfigMaps, "web", "foo", func(o *unstructured.Unstructured) error {
+		f.waitMembers(t, configmaps, "web", "foo", func(o *unstructured.Unstructured) error {
 			if o.GetLabels()["app"] != "web" {
 				return fmt.Errorf("labels %v", o.GetLabels())
 			}
 			return dataIs("color", "blue")(o)
 		})
-		f.waitMembers(t, kfctlConfigMaps, "web", "fromfile", dataIs("origin", "file"))
-		f.waitMembers(t, kfctlDeployments, "web", "api", nil)
-		f.waitMembers(t, kfctlConfigMaps, "shop", "settings", dataIs("size", "3"))
-		f.waitMembers(t, kfctlSecrets, "shop", "creds", dataIs("password", "czNjcmV0"))
+		f.waitMembers(t, configmaps, "web", "fromfile", dataIs("origin", "file"))
+		f.waitMembers(t, deployments, "web", "api", nil)
+		f.waitMembers(t, configmaps, "shop", "settings", dataIs("size", "3"))
+		f.waitMembers(t, secrets, "shop", "creds", dataIs("password", "czNjcmV0"))
 		f.waitPropagated(t, "federatedconfigmaps", "web", "foo", "member1", "member2")
 	})
 
@@ -501,13 +484,13 @@ func TestKubefedctl(t *testing.T) {
 		r := f.kf.MustRun(t, kfctlArgs("enable", "widgets.example.com")...)
 		for _, want := range []string{
 			"customresourcedefinition.apiextensions.k8s.io/federatedwidgets.types.kubefed.io created",
-			"federatedtypeconfig.core.kubefed.io/widgets.example.com created in namespace " + fedNS,
+			"federatedtypeconfig.core.kubefed.io/widgets.example.com created in namespace " + framework.KubeFedNamespace,
 		} {
 			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("enable printed %q, want a line %q", r.Stdout, want)
 			}
 		}
-		ftc := f.get(t, kfctlFTCs, fedNS, "widgets.example.com")
+		ftc := f.get(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "widgets.example.com")
 		spec, _, _ := unstructured.NestedMap(ftc.Object, "spec")
 		if want := "map[federatedType:map[group:types.kubefed.io kind:FederatedWidget pluralName:federatedwidgets scope:Namespaced version:v1beta1] propagation:Enabled targetType:map[group:example.com kind:Widget pluralName:widgets scope:Namespaced version:v1]]"; fmt.Sprint(spec) != want {
 			t.Errorf("FederatedTypeConfig widgets.example.com: spec %v, want %s", spec, want)
@@ -529,7 +512,7 @@ spec:
   template: {spec: {size: 3, color: red}}
   placement: {clusters: [{name: member1}, {name: member2}]}
 `, "apply", "-f", "-")
-		f.waitMembers(t, kfctlWidgets, "gadgets", "w1", func(o *unstructured.Unstructured) error {
+		f.waitMembers(t, widgets, "gadgets", "w1", func(o *unstructured.Unstructured) error {
 			if size, _, _ := unstructured.NestedInt64(o.Object, "spec", "size"); size != 3 {
 				return fmt.Errorf("spec %v", o.Object["spec"])
 			}
@@ -538,7 +521,7 @@ spec:
 	})
 
 	t.Run("a type kubefedctl enabled is served in v1beta1 and v1beta2 like every federated type", func(t *testing.T) {
-		crd, err := f.dyn.Resource(kfctlCRDs).Get(ctx, "federatedwidgets.types.kubefed.io", metav1.GetOptions{})
+		crd, err := f.dyn.Resource(crds).Get(ctx, "federatedwidgets.types.kubefed.io", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -546,7 +529,7 @@ spec:
 		if got := names(versions, "name"); !slices.Equal(got, []string{"v1beta1", "v1beta2"}) {
 			t.Fatalf("CRD federatedwidgets.types.kubefed.io serves %v; want v1beta1 and v1beta2 (converted by the plane) as for the types the plane enables", got)
 		}
-		w := f.get(t, kfctlFederated("federatedwidgets", "v1beta2"), "gadgets", "w1")
+		w := f.get(t, fedWidgetV2, "gadgets", "w1")
 		if got, _, _ := unstructured.NestedSlice(w.Object, "spec", "placement", "topologies"); fmt.Sprint(got) != "[map[name:member1] map[name:member2]]" {
 			t.Errorf("FederatedWidget gadgets/w1 (v1beta2): topologies %v", got)
 		}
@@ -554,16 +537,16 @@ spec:
 
 	t.Run("enable a built-in type and a type the plane enabled already", func(t *testing.T) {
 		r := f.kf.MustRun(t, kfctlArgs("enable", "roles.rbac.authorization.k8s.io")...)
-		if !strings.Contains(r.Stdout, "federatedtypeconfig.core.kubefed.io/roles.rbac.authorization.k8s.io created in namespace "+fedNS) {
+		if !strings.Contains(r.Stdout, "federatedtypeconfig.core.kubefed.io/roles.rbac.authorization.k8s.io created in namespace "+framework.KubeFedNamespace) {
 			t.Errorf("enable roles printed %q", r.Stdout)
 		}
 		// KubeFed's enable of an enabled type updates it and succeeds.
 		r = f.kf.Run(t, kfctlArgs("enable", "configmaps")...)
-		if r.ExitCode != 0 || !strings.Contains(r.Stdout, "federatedtypeconfig.core.kubefed.io/configmaps updated in namespace "+fedNS) {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, "federatedtypeconfig.core.kubefed.io/configmaps updated in namespace "+framework.KubeFedNamespace) {
 			t.Errorf("enable configmaps (enabled by the plane): %s; stdout %q", r, r.Stdout)
 		}
 		// Whatever enable did, the plane's configmaps type keeps both versions.
-		crd, err := f.dyn.Resource(kfctlCRDs).Get(ctx, "federatedconfigmaps.types.kubefed.io", metav1.GetOptions{})
+		crd, err := f.dyn.Resource(crds).Get(ctx, "federatedconfigmaps.types.kubefed.io", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -591,8 +574,8 @@ spec:
 				t.Errorf("disable printed %q, want a line %q", r.Stdout, want)
 			}
 		}
-		f.waitGone(t, kfctlFTCs, fedNS, "roles.rbac.authorization.k8s.io")
-		if _, err := f.dyn.Resource(kfctlCRDs).Get(ctx, "federatedroles.types.kubefed.io", metav1.GetOptions{}); err != nil {
+		f.waitGone(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "roles.rbac.authorization.k8s.io")
+		if _, err := f.dyn.Resource(crds).Get(ctx, "federatedroles.types.kubefed.io", metav1.GetOptions{}); err != nil {
 			t.Errorf("disable without --delete-crd deleted the CRD: %v", err)
 		}
 	})
@@ -602,11 +585,11 @@ spec:
 		if r.ExitCode == 0 || !strings.Contains(r.Error(), `Cannot delete CRD "federatedwidgets.types.kubefed.io" while resource instances exist`) {
 			t.Errorf("disable --delete-crd with a FederatedWidget left: %s, want the refusal", r)
 		}
-		if p, _, _ := unstructured.NestedString(f.get(t, kfctlFTCs, fedNS, "widgets.example.com").Object, "spec", "propagation"); p != "Enabled" {
+		if p, _, _ := unstructured.NestedString(f.get(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "widgets.example.com").Object, "spec", "propagation"); p != "Enabled" {
 			t.Errorf("the refused disable changed propagation to %q", p)
 		}
 		f.k.MustRun(t, "", "-n", "gadgets", "delete", "federatedwidgets.v1beta1.types.kubefed.io", "w1", "--wait=false")
-		f.waitGone(t, kfctlFederated("federatedwidgets", "v1beta1"), "gadgets", "w1")
+		f.waitGone(t, fedWidgetV1, "gadgets", "w1")
 		r = f.kf.Run(t, kfctlArgs("disable", "widgets.example.com", "--delete-crd")...)
 		if r.ExitCode != 0 {
 			t.Fatalf("%s%s", r, disableHint)
@@ -614,22 +597,22 @@ spec:
 		if !strings.Contains(r.Stdout, `customresourcedefinition "federatedwidgets.types.kubefed.io" deleted`) {
 			t.Errorf("disable --delete-crd printed %q", r.Stdout)
 		}
-		f.waitGone(t, kfctlFTCs, fedNS, "widgets.example.com")
-		f.waitGone(t, kfctlCRDs, "", "federatedwidgets.types.kubefed.io")
+		f.waitGone(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "widgets.example.com")
+		f.waitGone(t, crds, "", "federatedwidgets.types.kubefed.io")
 	})
 
 	t.Run("unjoin", func(t *testing.T) {
 		joined := readJoined(t, f.dyn, f.kube, "member2")
 		asPlane := joined.asPlane(t)
 		f.kf.MustRun(t, kfctlArgs("unjoin", "member2", "--cluster-context=member2", "--v=2")...)
-		if _, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, "member2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).Get(ctx, "member2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("KubeFedCluster member2 after unjoin: %v", err)
 		}
-		if _, err := f.kube.CoreV1().Secrets(fedNS).Get(ctx, joined.secret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.kube.CoreV1().Secrets(framework.KubeFedNamespace).Get(ctx, joined.secret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s after unjoin: %v", joined.secret, err)
 		}
 		mc := f.clients["member2"]
-		if _, err := mc.CoreV1().ServiceAccounts(fedNS).Get(ctx, "member2-plane", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := mc.CoreV1().ServiceAccounts(framework.KubeFedNamespace).Get(ctx, "member2-plane", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("member2: ServiceAccount member2-plane after unjoin: %v", err)
 		}
 		for _, name := range []string{"kubefed-controller-manager:member2-plane"} {
@@ -641,15 +624,15 @@ spec:
 			}
 		}
 		// The member has no namespace controller: deleted is Terminating.
-		if ns, err := mc.CoreV1().Namespaces().Get(ctx, fedNS, metav1.GetOptions{}); err == nil && ns.DeletionTimestamp == nil {
-			t.Errorf("member2: namespace %s is not being deleted after unjoin", fedNS)
+		if ns, err := mc.CoreV1().Namespaces().Get(ctx, framework.KubeFedNamespace, metav1.GetOptions{}); err == nil && ns.DeletionTimestamp == nil {
+			t.Errorf("member2: namespace %s is not being deleted after unjoin", framework.KubeFedNamespace)
 		}
 		waitFor(t, "the token member2 had given the plane to be rejected", func(ctx context.Context) (bool, error) {
 			_, err := asPlane.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 			return apierrors.IsUnauthorized(err), err
 		})
 		// member1 is untouched.
-		if _, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, "member1", metav1.GetOptions{}); err != nil {
+		if _, err := f.dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).Get(ctx, "member1", metav1.GetOptions{}); err != nil {
 			t.Errorf("KubeFedCluster member1 after unjoining member2: %v", err)
 		}
 	})
@@ -673,9 +656,9 @@ func TestKubefedctlWithUpstreamKubeFed(t *testing.T) {
 		// KubeFed retries a create that failed for want of the namespace
 		// only after 10 s: federate the namespace first.
 		f.federate(t, "namespace", "web")
-		f.waitMembers(t, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "web", nil)
+		f.waitMembers(t, namespaces, "", "web", nil)
 		f.federate(t, "configmap", "foo", "-n", "web")
-		f.waitMembers(t, kfctlConfigMaps, "web", "foo", dataIs("color", "blue"))
+		f.waitMembers(t, configmaps, "web", "foo", dataIs("color", "blue"))
 		f.waitPropagated(t, "federatedconfigmaps", "web", "foo", "member1", "member2")
 		f.checkEveryPhysicalCluster(t, "federatedconfigmaps", "web", "foo")
 	})
@@ -683,7 +666,7 @@ func TestKubefedctlWithUpstreamKubeFed(t *testing.T) {
 	t.Run("enable and disable", func(t *testing.T) {
 		f.kf.MustRun(t, kfctlArgs("enable", "roles.rbac.authorization.k8s.io")...)
 		waitFor(t, "KubeFed to run the FederatedRole sync controller", func(ctx context.Context) (bool, error) {
-			ftc := f.get(t, kfctlFTCs, fedNS, "roles.rbac.authorization.k8s.io")
+			ftc := f.get(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "roles.rbac.authorization.k8s.io")
 			s, _, _ := unstructured.NestedString(ftc.Object, "status", "propagationController")
 			return s == "Running", fmt.Errorf("status.propagationController %q", s)
 		})
@@ -691,12 +674,12 @@ func TestKubefedctlWithUpstreamKubeFed(t *testing.T) {
 		if !strings.Contains(r.Stdout, `Propagation controller for FederatedTypeConfig "kube-federation-system/roles.rbac.authorization.k8s.io" is stopped`) {
 			t.Errorf("disable printed %q", r.Stdout)
 		}
-		f.waitGone(t, kfctlFTCs, fedNS, "roles.rbac.authorization.k8s.io")
+		f.waitGone(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "roles.rbac.authorization.k8s.io")
 		// Without a FederatedTypeConfig, --delete-crd still removes the CRD.
 		r = f.kf.MustRun(t, kfctlArgs("disable", "roles.rbac.authorization.k8s.io", "--delete-crd")...)
 		if !strings.Contains(r.Stdout, `customresourcedefinition "federatedroles.types.kubefed.io" deleted`) {
 			t.Errorf("disable --delete-crd printed %q", r.Stdout)
 		}
-		f.waitGone(t, kfctlCRDs, "", "federatedroles.types.kubefed.io")
+		f.waitGone(t, crds, "", "federatedroles.types.kubefed.io")
 	})
 }

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,101 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-// federation is a plane with members joined through `cellfedctl join`,
-// two tenant workspaces with cells, and cellfed-controller running.
-type federation struct {
-	plane      *framework.Server
-	kubectl    framework.Kubectl
-	dyn        dynamic.Interface
-	members    []*framework.Server
-	memberKube []kubernetes.Interface
-	ctl        cellfedctl
-	controller *framework.Controller
-}
-
-// cellsOn is where the fixture's cells live: member index by cell.
-// member-0 hosts two cells of shop (rz00a, rz01a) and one of shop2.
-var cellsOn = map[string]int{
-	"shop/rz00a": 0, "shop/rz01a": 0, "shop/rz10a": 1, "shop/rz20a": 2,
-	"shop2/rz00a": 0, "shop2/rz20a": 2,
-}
-
-func startFederation(t *testing.T, members int, controllerArgs ...string) *federation {
-	t.Helper()
-	return startFederationWith(t, members, framework.PlaneOptions{}, controllerArgs...)
-}
-
-// startFederationWith is startFederation with the plane's options.
-func startFederationWith(t *testing.T, members int, plane framework.PlaneOptions, controllerArgs ...string) *federation {
-	t.Helper()
-	f := &federation{}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f.members = framework.StartMembers(t, members)
-	}()
-	f.plane = framework.StartPlane(t, plane)
-	wg.Wait()
-	f.kubectl = framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
-	f.dyn = dynamic.NewForConfigOrDie(f.plane.RESTConfig(t))
-	f.ctl = cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: f.plane.Kubeconfig}
-	for i, m := range f.members {
-		f.memberKube = append(f.memberKube, m.Client(t))
-		f.ctl.ok(t, "join", fmt.Sprintf("member-%d", i), "--kubeconfig-member="+m.Kubeconfig)
-	}
-	f.kubectl.MustRun(t, framework.TenantNamespaces, "apply", "-f", "-")
-	for cell, m := range cellsOn {
-		ns, name, _ := strings.Cut(cell, "/")
-		if m < members {
-			f.ctl.ok(t, "cell", "create", name, "-n", ns, fmt.Sprintf("--cluster=member-%d", m), "--label=zone=z"+name[2:3])
-		}
-	}
-	f.controller = framework.StartController(t, f.plane, controllerArgs...)
-	return f
-}
-
-var (
-	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	configmaps  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	fedDeployV2 = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federateddeployments"}
-	fedCMV2     = schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
-	pvs         = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1alpha1", Resource: "propagatedversions"}
-)
-
-// memberObject reads an object from member i (nil when absent).
-func (f *federation) memberObject(t *testing.T, i int, gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
-	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(f.members[i].RESTConfig(t))
-	obj, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("reading %s %s/%s in member-%d: %v", gvr.Resource, ns, name, i, err)
-	}
-	return obj
-}
-
-// eventually is waitFor for conditions that explain themselves: while
-// cond is false, its message is what a timeout reports.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	waitFor(t, what, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		if ok {
-			return true, nil
-		}
-		return false, errors.New(msg)
-	})
-}
 
 // waitReplicas waits until each member i in want holds ns/name with
 // want[i] replicas (-1: absent).
@@ -127,64 +35,6 @@ func (f *federation) waitReplicas(t *testing.T, ns, name string, want map[int]in
 		}
 		return ok, strings.Join(got, " ")
 	})
-}
-
-// topologyStatus returns status.topologies of a v1beta2 object as
-// "name=status" strings, and the Propagation condition's status.
-func (f *federation) topologyStatus(t *testing.T, gvr schema.GroupVersionResource, ns, name string) ([]string, string) {
-	t.Helper()
-	obj, err := f.dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return []string{err.Error()}, ""
-	}
-	tops, _, _ := unstructured.NestedSlice(obj.Object, "status", "topologies")
-	var out []string
-	for _, tp := range tops {
-		m := tp.(map[string]any)
-		out = append(out, fmt.Sprintf("%v=%v", m["name"], m["status"]))
-	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	cond := ""
-	for _, c := range conds {
-		if m := c.(map[string]any); m["type"] == "Propagation" {
-			cond = fmt.Sprint(m["status"])
-		}
-	}
-	return out, cond
-}
-
-func (f *federation) waitStatus(t *testing.T, gvr schema.GroupVersionResource, ns, name, want, wantCond string) {
-	t.Helper()
-	eventually(t, "status of "+ns+"/"+name, func() (bool, string) {
-		got, cond := f.topologyStatus(t, gvr, ns, name)
-		s := strings.Join(got, ",")
-		return s == want && (wantCond == "" || cond == wantCond), s + " Propagation=" + cond
-	})
-}
-
-func deployment(ns, name, image string, cells []string, extra string) string {
-	return `apiVersion: types.kubefed.io/v1beta2
-kind: FederatedDeployment
-metadata: {name: ` + name + `, namespace: ` + ns + `}
-spec:
-  placement: ` + framework.CellPlacement(cells...) + `
-  template:
-    metadata: {labels: {app: ` + name + `}}
-    spec:
-      replicas: 2
-      selector: {matchLabels: {app: ` + name + `}}
-      template:
-        metadata: {labels: {app: ` + name + `}}
-        spec: {containers: [{name: app, image: "` + image + `"}]}
-` + extra
-}
-
-func image(obj *unstructured.Unstructured) string {
-	cs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-	if len(cs) == 0 {
-		return ""
-	}
-	return fmt.Sprint(cs[0].(map[string]any)["image"])
 }
 
 // TestPropagation runs cellfed-controller against three real member
@@ -252,7 +102,7 @@ func TestPropagation(t *testing.T) {
 
 		f.kubectl.MustRun(t, "", "delete", "federateddeployments.v1beta2.types.kubefed.io", "-n", "shop", "web", "--wait=true", "--timeout=60s")
 		f.waitReplicas(t, "shop", "web", map[int]int64{0: -1, 1: -1, 2: -1})
-		if _, err := f.dyn.Resource(pvs).Namespace("shop").Get(ctx, "deployment-web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.dyn.Resource(kubefed.PropagatedVersionsResource).Namespace("shop").Get(ctx, "deployment-web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("PropagatedVersion deployment-web after deletion: err=%v, want NotFound", err)
 		}
 	})
@@ -499,18 +349,4 @@ func waitAllPropagated(t *testing.T, f *federation, ns string, n int) {
 		}
 		return done == n, fmt.Sprintf("%d of %d", done, n)
 	})
-}
-
-func configMap(ns, name, data string, cells []string, metaExtra string) string {
-	return `apiVersion: types.kubefed.io/v1beta2
-kind: FederatedConfigMap
-metadata:
-  name: ` + name + `
-  namespace: ` + ns + `
-` + metaExtra + `
-spec:
-  placement: ` + framework.CellPlacement(cells...) + `
-  template:
-    data: {` + data + `}
-`
 }

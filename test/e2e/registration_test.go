@@ -14,7 +14,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,76 +23,6 @@ import (
 	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-// regFixture is a plane with short agent certificates, its cellfedctl, and
-// a tenant workspace.
-type regFixture struct {
-	plane *framework.Server
-	ctl   cellfedctl
-	dyn   dynamic.Interface
-	// agentKubeconfig is the credential-less plane kubeconfig `token
-	// create --agent-kubeconfig` wrote.
-	agentKubeconfig string
-}
-
-func startRegistrationPlane(t *testing.T, extraArgs ...string) *regFixture {
-	t.Helper()
-	plane := framework.StartPlane(t, framework.PlaneOptions{Args: extraArgs})
-	f := &regFixture{plane: plane, ctl: cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: plane.Kubeconfig}}
-	dyn, err := dynamic.NewForConfig(plane.RESTConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.dyn = dyn
-	f.ctl.ok(t, "tenant", "create", "acme-prod", "--tenant=acme", "--workspace=prod")
-	f.agentKubeconfig = filepath.Join(t.TempDir(), "plane-agent.kubeconfig")
-	return f
-}
-
-// token runs `token create` and returns the token.
-func (f *regFixture) token(t *testing.T, args ...string) string {
-	t.Helper()
-	out := f.ctl.ok(t, append([]string{"token", "create", "--quiet", "--agent-kubeconfig=" + f.agentKubeconfig}, args...)...)
-	tok := strings.TrimSpace(out)
-	if _, err := registration.ParseToken(tok); err != nil {
-		t.Fatalf("token create printed %q: %v", out, err)
-	}
-	return tok
-}
-
-func (f *regFixture) registration(t *testing.T, name string) *cellv1alpha1.ClusterRegistration {
-	t.Helper()
-	u, err := f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("ClusterRegistration %s: %v", name, err)
-	}
-	var r cellv1alpha1.ClusterRegistration
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
-		t.Fatal(err)
-	}
-	return &r
-}
-
-func (f *regFixture) waitPhase(t *testing.T, name string, want cellv1alpha1.RegistrationPhase) *cellv1alpha1.ClusterRegistration {
-	t.Helper()
-	var last *cellv1alpha1.ClusterRegistration
-	err := framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
-		u, err := f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		var r cellv1alpha1.ClusterRegistration
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
-			return false, err
-		}
-		last = &r
-		return r.Status.Phase == want, nil
-	})
-	if err != nil {
-		t.Fatalf("registration %s did not reach phase %s: %v (last status %+v)", name, want, err, last)
-	}
-	return last
-}
 
 // agentOptions are the in-process agent's options for member m.
 func (f *regFixture) agentOptions(t *testing.T, m *framework.Server, cluster, token string) *registration.AgentOptions {
@@ -184,7 +113,7 @@ func TestRegistrationAPI(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the member token stayed in the registration: %v", err)
 	}
-	secret, err := f.plane.Client(t).CoreV1().Secrets(fedNS).Get(ctx, "edge-1-token", metav1.GetOptions{})
+	secret, err := f.plane.Client(t).CoreV1().Secrets(framework.KubeFedNamespace).Get(ctx, "edge-1-token", metav1.GetOptions{})
 	if err != nil || len(secret.Data["token"]) == 0 {
 		t.Fatalf("credentials Secret: %v", err)
 	}
@@ -261,7 +190,7 @@ func TestRegistrationAPI(t *testing.T) {
 	f.ctl.ok(t, "registration", "deny", "edge-2", "--reason=unknown site")
 	wantBootstrapError(t, res2, "denied the registration of cluster edge-2 (denied with cellfedctl registration deny: unknown site)")
 	if err := framework.Poll(ctx, 100*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
-		_, err := f.plane.Client(t).CoreV1().Secrets(fedNS).Get(ctx, "edge-2-token", metav1.GetOptions{})
+		_, err := f.plane.Client(t).CoreV1().Secrets(framework.KubeFedNamespace).Get(ctx, "edge-2-token", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		t.Errorf("Secret edge-2-token is still there after deny: %v", err)

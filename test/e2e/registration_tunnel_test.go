@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/test/framework"
 )
@@ -95,7 +96,7 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 
 	// The tunnelled KubeFedCluster: dedicated to the tenant, CA pinned,
 	// reached through the hub's CONNECT frontend.
-	kc, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, "edge-1", metav1.GetOptions{})
+	kc, err := f.dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).Get(ctx, "edge-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 	}
 	if ns != nil {
 		// The plane cannot reach the member's address itself.
-		if code, _ := framework.RunToExit(t, ctlKubectl(t), "--kubeconfig="+member.Kubeconfig, "--request-timeout=2s", "get", "--raw=/readyz"); code == 0 {
+		if code, _ := framework.RunToExit(t, framework.KubectlBinary(t), "--kubeconfig="+member.Kubeconfig, "--request-timeout=2s", "get", "--raw=/readyz"); code == 0 {
 			t.Fatalf("the member at %s answers from the host: it is not behind its namespace", endpoint)
 		}
 	}
@@ -140,7 +141,7 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 				failures.Add(1)
 				lastFailure.Store(err.Error())
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the request rate (20/s) through the tunnel, not a sync
 		}
 	}()
 
@@ -219,7 +220,7 @@ spec:
 	waitTopologyStatus(t, k, "federatednamespaces.v1beta2.types.kubefed.io", "shop", []string{"edge-1"})
 	f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop")
 	waitFor(t, "per-cell cluster shop.rz00a to go", func(ctx context.Context) (bool, error) {
-		_, err := f.dyn.Resource(joinClusters).Namespace(fedNS).Get(ctx, "shop.rz00a", metav1.GetOptions{})
+		_, err := f.dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).Get(ctx, "shop.rz00a", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	ctrl.Stop(5 * time.Second)

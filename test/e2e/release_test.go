@@ -10,22 +10,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/cellfed/cellfed/test/framework"
 )
 
 // Release control runs inside TestPropagation's federation: rz00a is on
 // member-0, rz10a on member-1, rz20a on member-2.
-
-var (
-	services = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	jobs     = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
-	widgets  = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-)
 
 // masked is a FederatedDeployment placed on cells with a mask (nil: none).
 func masked(name, image string, cells, mask []string) string {
@@ -38,79 +28,6 @@ func masked(name, image string, cells, mask []string) string {
 		extra = "  placementMask: {topologies: [" + strings.Join(names, ", ") + "]}\n"
 	}
 	return deployment("shop", name, image, cells, extra)
-}
-
-// topology is one entry of a v1beta2 object's status.topologies.
-type topology struct {
-	Name         string         `json:"name"`
-	Status       string         `json:"status"`
-	Generation   int64          `json:"generation"`
-	Ready        *bool          `json:"ready"`
-	RemoteStatus map[string]any `json:"remoteStatus"`
-}
-
-// fedStatus reads a v1beta2 object's generation and status.
-func (f *federation) fedStatus(t *testing.T, gvr schema.GroupVersionResource, ns, name string) (gen, observed int64, tops map[string]topology, st map[string]any) {
-	t.Helper()
-	obj, err := f.dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("reading %s %s/%s: %v", gvr.Resource, ns, name, err)
-	}
-	st, _, _ = unstructured.NestedMap(obj.Object, "status")
-	observed, _, _ = unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	raw, _ := json.Marshal(st["topologies"])
-	var list []topology
-	_ = json.Unmarshal(raw, &list)
-	tops = map[string]topology{}
-	for _, tp := range list {
-		tops[tp.Name] = tp
-	}
-	return obj.GetGeneration(), observed, tops, st
-}
-
-// waitSettled waits until the controller has handled the object's
-// current generation and every topology has the wanted status; it
-// returns the topologies then.
-func (f *federation) waitSettled(t *testing.T, gvr schema.GroupVersionResource, ns, name string, want map[string]string) map[string]topology {
-	t.Helper()
-	var tops map[string]topology
-	eventually(t, fmt.Sprintf("%s %s/%s settled as %v", gvr.Resource, ns, name, want), func() (bool, string) {
-		gen, observed, got, _ := f.fedStatus(t, gvr, ns, name)
-		tops = got
-		ok := observed == gen && len(got) == len(want)
-		for n, s := range want {
-			ok = ok && got[n].Status == s
-		}
-		return ok, fmt.Sprintf("generation %d observed %d topologies %+v", gen, observed, got)
-	})
-	return tops
-}
-
-func (f *federation) memberDeployment(t *testing.T, i int, name string) (img string, generation int64, rv string) {
-	t.Helper()
-	obj := f.memberObject(t, i, deployments, "shop", name)
-	if obj == nil {
-		return "", 0, ""
-	}
-	return image(obj), obj.GetGeneration(), obj.GetResourceVersion()
-}
-
-// patchMemberStatus plays the member's controllers: it merges status
-// into the member object's status subresource.
-func (f *federation) patchMemberStatus(t *testing.T, i int, gvr schema.GroupVersionResource, ns, name string, status map[string]any) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"status": status})
-	dyn := dynamic.NewForConfigOrDie(f.members[i].RESTConfig(t))
-	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-		t.Fatalf("patching the status of %s %s/%s in member-%d: %v", gvr.Resource, ns, name, i, err)
-	}
-}
-
-// deploymentStatus is what a member's deployment controller reports for
-// a rolled-out Deployment with replicas replicas at generation gen.
-func deploymentStatus(gen int64, replicas, ready int) map[string]any {
-	return map[string]any{"observedGeneration": gen, "replicas": replicas, "updatedReplicas": replicas,
-		"readyReplicas": ready, "availableReplicas": ready}
 }
 
 func testPlacementMask(t *testing.T, f *federation) {
@@ -256,16 +173,6 @@ func testDisasterRecoveryRelease(t *testing.T, f *federation) {
 	f.waitSettled(t, fedDeployV2, "shop", "dr", map[string]string{"rz00a": "OK", "rz10a": "OK"})
 }
 
-func conditionOf(st map[string]any, typ string) map[string]any {
-	conds, _ := st["conditions"].([]any)
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
-
 func testStatusReflow(t *testing.T, f *federation) {
 	cells := []string{"rz00a", "rz10a"}
 	// Deployments: readiness per cell and the READY count.
@@ -307,11 +214,10 @@ spec:
       selector: {app: front}
       ports: [{port: 80}]
 `, "apply", "-f", "-")
-	fedSvc := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedservices"}
-	f.waitSettled(t, fedSvc, "shop", "front", map[string]string{"rz00a": "OK", "rz10a": "OK"})
+	f.waitSettled(t, fedServiceV2, "shop", "front", map[string]string{"rz00a": "OK", "rz10a": "OK"})
 	f.patchMemberStatus(t, 0, services, "shop", "front", map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "192.0.2.10"}}}})
 	eventually(t, "service status reflowed", func() (bool, string) {
-		_, _, tops, _ := f.fedStatus(t, fedSvc, "shop", "front")
+		_, _, tops, _ := f.fedStatus(t, fedServiceV2, "shop", "front")
 		raw, _ := json.Marshal(tops["rz00a"].RemoteStatus)
 		return strings.Contains(string(raw), "192.0.2.10"), string(raw)
 	})
@@ -329,8 +235,7 @@ spec:
           restartPolicy: Never
           containers: [{name: run, image: "busybox:1"}]
 `, "apply", "-f", "-")
-	fedJob := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedjobs"}
-	f.waitSettled(t, fedJob, "shop", "batch", map[string]string{"rz00a": "OK"})
+	f.waitSettled(t, fedJobV2, "shop", "batch", map[string]string{"rz00a": "OK"})
 	now := metav1.Now().UTC().Format("2006-01-02T15:04:05Z")
 	f.patchMemberStatus(t, 0, jobs, "shop", "batch", map[string]any{"startTime": now, "completionTime": now, "succeeded": 1,
 		"conditions": []any{
@@ -338,7 +243,7 @@ spec:
 			map[string]any{"type": "Complete", "status": "True", "lastTransitionTime": now},
 		}})
 	eventually(t, "job completion reflowed", func() (bool, string) {
-		_, _, tops, st := f.fedStatus(t, fedJob, "shop", "batch")
+		_, _, tops, st := f.fedStatus(t, fedJobV2, "shop", "batch")
 		tp := tops["rz00a"]
 		return tp.Ready != nil && *tp.Ready && fmt.Sprint(tp.RemoteStatus["succeeded"]) == "1" && st["ready"] == "1/1", fmt.Sprintf("%+v", tp)
 	})
@@ -358,11 +263,10 @@ spec:
   template:
     spec: {size: 2, color: blue}
 `, "apply", "-f", "-")
-	fedWidget := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedwidgets"}
-	f.waitSettled(t, fedWidget, "shop", "gizmo", map[string]string{"rz00a": "OK", "rz10a": "OK"})
+	f.waitSettled(t, fedWidgetV2, "shop", "gizmo", map[string]string{"rz00a": "OK", "rz10a": "OK"})
 	f.patchMemberStatus(t, 1, widgets, "shop", "gizmo", map[string]any{"ready": true})
 	eventually(t, "widget status reflowed", func() (bool, string) {
-		_, _, tops, _ := f.fedStatus(t, fedWidget, "shop", "gizmo")
+		_, _, tops, _ := f.fedStatus(t, fedWidgetV2, "shop", "gizmo")
 		return tops["rz10a"].RemoteStatus["ready"] == true && tops["rz00a"].RemoteStatus == nil, fmt.Sprintf("%+v", tops)
 	})
 }

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -428,7 +427,7 @@ func dynamicClient(t *testing.T, s *framework.Server) dynamic.Interface {
 }
 
 func fedConfigMaps(d dynamic.Interface, version string) dynamic.ResourceInterface {
-	return d.Resource(schema.GroupVersionResource{Group: "types.kubefed.io", Version: version, Resource: "federatedconfigmaps"}).Namespace("shop")
+	return d.Resource(fedResource("federatedconfigmaps", version)).Namespace("shop")
 }
 
 // fedConfigMap is a FederatedConfigMap on cells rz00a and rz10a of

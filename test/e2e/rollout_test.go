@@ -15,9 +15,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
@@ -25,7 +25,6 @@ import (
 // member-1, rz20a on member-2 (rz01a, also on member-0, is not placed).
 var (
 	rolloutCells = []string{"rz00a", "rz10a", "rz20a"}
-	revisions    = schema.GroupVersionResource{Group: "core.cellfed.io", Version: "v1alpha1", Resource: "templaterevisions"}
 )
 
 // TestRollout drives `cellfedctl rollout` against a plane, three real
@@ -167,7 +166,7 @@ func testManualRollout(t *testing.T, f *federation) {
 
 	// The kubectl plugin runs the same command under its own name.
 	binDir := filepath.Dir(framework.Binary(t, "kubectl-cellfed"))
-	cmd := exec.Command(ctlKubectl(t), "cellfed", "rollout", "status", "federateddeployments.types.kubefed.io/web", "-n", "shop")
+	cmd := exec.Command(framework.KubectlBinary(t), "cellfed", "rollout", "status", "federateddeployments.types.kubefed.io/web", "-n", "shop")
 	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+f.plane.Kubeconfig)
 	if plugOut, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(plugOut), "batch complete") {
 		t.Errorf("kubectl cellfed rollout status: %v\n%s", err, plugOut)
@@ -242,7 +241,7 @@ func testHistoryDeleted(t *testing.T, f *federation) {
 	uid := f.fedObject(t, "web").GetUID()
 	f.kubectl.MustRun(t, "", "delete", "federateddeployments.v1beta2.types.kubefed.io", "-n", "shop", "web", "--timeout=60s")
 	eventually(t, "template revisions of the deleted object garbage-collected", func() (bool, string) {
-		list, err := f.dyn.Resource(revisions).Namespace("shop").List(context.Background(), metav1.ListOptions{LabelSelector: "rollout.cellfed.io/owner-uid=" + string(uid)})
+		list, err := f.dyn.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace("shop").List(context.Background(), metav1.ListOptions{LabelSelector: "rollout.cellfed.io/owner-uid=" + string(uid)})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -254,7 +253,7 @@ func testRolloutBadInput(t *testing.T, f *federation) {
 	f.rolloutObject(t, "bad")
 	state := func() string {
 		obj := f.fedObject(t, "bad")
-		list, err := f.dyn.Resource(revisions).Namespace("shop").List(context.Background(), metav1.ListOptions{LabelSelector: "rollout.cellfed.io/owner-uid=" + string(obj.GetUID())})
+		list, err := f.dyn.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace("shop").List(context.Background(), metav1.ListOptions{LabelSelector: "rollout.cellfed.io/owner-uid=" + string(obj.GetUID())})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,8 +430,7 @@ spec:
   placement: {topologySelector: {matchExpressions: [{key: zone, operator: In, values: [z2, z1]}]}}
   template: {data: {level: "1"}}
 `, "apply", "-f", "-")
-	fedCM := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"}
-	f.waitSettled(t, fedCM, "shop", "settings", map[string]string{"rz10a": "OK", "rz20a": "OK"})
+	f.waitSettled(t, fedCMV2, "shop", "settings", map[string]string{"rz10a": "OK", "rz20a": "OK"})
 	out := f.ctl.ok(t, "rollout", "start", "configmap/settings", "-n", "shop", "--batch=1")
 	if !strings.Contains(out, "released rz10a (1 of 2 placed cells); held back: rz20a") {
 		t.Errorf("rollout start of a selector placement printed %q, want the first cell by name", out)

@@ -25,7 +25,7 @@ func TestEncryptionAtRestAndAudit(t *testing.T) {
 	encryption := filepath.Join(dir, "encryption.yaml")
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	auditLog := filepath.Join(dir, "audit.log")
-	writeFile(t, encryption, `apiVersion: apiserver.config.k8s.io/v1
+	framework.OverwriteFile(t, encryption, `apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
   - resources: [secrets]
@@ -36,7 +36,7 @@ resources:
               secret: 0yUEtSJbuNF4SIU4DXU47MgQbYcStBdVEs/0WXG86WQ=
       - identity: {}
 `)
-	writeFile(t, policy, `apiVersion: audit.k8s.io/v1
+	framework.OverwriteFile(t, policy, `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
   - level: Metadata
@@ -85,12 +85,5 @@ rules:
 	}
 	if log := plane.Log(); strings.Contains(log, "plaintext-canary-42") || strings.Contains(log, "cGxhaW50ZXh0LWNhbmFyeS00Mg") {
 		t.Errorf("server log contains the secret value")
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

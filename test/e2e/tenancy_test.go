@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cellfed/cellfed/test/framework"
 )
@@ -20,7 +19,6 @@ func TestTenantPreSelection(t *testing.T) {
 	t.Parallel()
 	f := startFederationWith(t, 2, framework.PlaneOptions{Args: []string{"--disable-admission-plugins=CellfedFederation"}})
 	ctx := context.Background()
-	fedCMV1 := schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"}
 	cm := func(name, clusters string) string {
 		return `apiVersion: types.kubefed.io/v1beta1
 kind: FederatedConfigMap

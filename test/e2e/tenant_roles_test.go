@@ -59,7 +59,7 @@ func TestTenantRoles(t *testing.T) {
 	t.Parallel()
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types=configmaps"}})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
-	ctl := cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: plane.Kubeconfig}
+	ctl := newCellfedctl(t, plane.Kubeconfig)
 	alice := []string{"--as=alice"}
 	fedNS := framework.KubeFedNamespace
 	fedCM := "federatedconfigmaps.types.kubefed.io"

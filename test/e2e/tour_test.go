@@ -139,7 +139,7 @@ func TestExplain(t *testing.T) {
 	}
 
 	// Columns at a glance (their values are the demo's, TestDemo).
-	ctl := cellfedctl{bin: framework.Binary(t, "cellfedctl"), kubeconfig: plane.Kubeconfig}
+	ctl := newCellfedctl(t, plane.Kubeconfig)
 	ctl.ok(t, "tenant", "create", "shop", "--tenant=acme", "--workspace=prod")
 	k.MustRun(t, `apiVersion: types.kubefed.io/v1beta2
 kind: FederatedDeployment

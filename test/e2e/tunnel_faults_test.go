@@ -11,30 +11,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cellfed/cellfed/test/framework"
 )
-
-var kubefedClusters = schema.GroupVersionResource{Group: "core.kubefed.io", Version: "v1beta1", Resource: "kubefedclusters"}
-
-// clusterCondition is the status of a KubeFedCluster's condition.
-func clusterCondition(ctx context.Context, dyn dynamic.Interface, name, condType string) (string, error) {
-	c, err := dyn.Resource(kubefedClusters).Namespace(framework.KubeFedNamespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
-	for _, cond := range conds {
-		if m, ok := cond.(map[string]any); ok && m["type"] == condType {
-			return fmt.Sprint(m["status"]), nil
-		}
-	}
-	return "", nil
-}
 
 // freshClient is a client with its own connections and a short timeout:
 // it never reuses a connection that died with the link.

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -172,62 +169,10 @@ spec:
 	})
 }
 
-// waitDeployment waits until a member holds shop/web with image and replicas.
-func waitDeployment(t *testing.T, c kubernetes.Interface, image string, replicas int32) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("deployment shop/web with %s × %d", image, replicas), func(ctx context.Context) (bool, error) {
-		d, err := c.AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got := d.Spec.Template.Spec.Containers[0].Image
-		if got != image || *d.Spec.Replicas != replicas {
-			return false, fmt.Errorf("member has %s × %d", got, *d.Spec.Replicas)
-		}
-		return true, nil
-	})
-}
-
 func waitNoDeployment(t *testing.T, c kubernetes.Interface) {
 	t.Helper()
 	waitFor(t, "deployment shop/web to be removed", func(ctx context.Context) (bool, error) {
 		_, err := c.AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// waitTopologyStatus waits until KubeFed reports the object propagated
-// (condition Propagation True, current generation) to exactly the cells
-// want, read in v1beta2.
-func waitTopologyStatus(t *testing.T, k framework.Kubectl, resource, name string, want []string) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("%s %s status on %v", resource, name, want), func(ctx context.Context) (bool, error) {
-		out, err := k.Run(ctx, "", "-n", "shop", "get", resource, name, "-o", "json")
-		if err != nil {
-			return false, err
-		}
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(out), &obj); err != nil {
-			return false, err
-		}
-		got := names(field(obj, "status", "topologies"), "name")
-		slices.Sort(got)
-		propagated := false
-		conds, _ := field(obj, "status", "conditions").([]any)
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Propagation" && m["status"] == "True" {
-				propagated = true
-			}
-		}
-		current := field(obj, "status", "observedGeneration") == field(obj, "metadata", "generation")
-		if !propagated || !current || !reflect.DeepEqual(got, want) {
-			return false, fmt.Errorf("status: %s", mustMarshal(field(obj, "status")))
-		}
-		return true, nil
-	})
-}
-
-func mustMarshal(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

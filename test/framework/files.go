@@ -35,7 +35,7 @@ func WriteTempFile(t testing.TB, content string) string {
 	return p
 }
 
-// OverwriteFile replaces a file's content.
+// OverwriteFile writes content to path, replacing what was there.
 func OverwriteFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

@@ -30,6 +30,17 @@ var kubectlPath = sync.OnceValue(func() string {
 	return "kubectl" // fails with a clear "not found"
 })
 
+// KubectlBinary is the kubectl the framework runs, for tests that run it
+// themselves (as a kubectl plugin host, say); without one it fails the
+// test with the command that builds bin/kubectl.
+func KubectlBinary(t testing.TB) string {
+	t.Helper()
+	if p := kubectlPath(); p != "kubectl" {
+		return p
+	}
+	return Binary(t, "kubectl")
+}
+
 func isFile(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -72,20 +83,17 @@ func (k Kubectl) MustRun(t testing.TB, stdin string, args ...string) string {
 // (status.conditions still null), which happens under load.
 func (k Kubectl) WaitEstablished(t testing.TB, crd string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last string
-	for {
-		out, err := k.Run(context.Background(), "", "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
-		if err == nil && strings.TrimSpace(out) == "True" {
-			return
-		}
-		last = strings.TrimSpace(out)
+	err := Poll(context.Background(), 200*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+		out, err := k.Run(ctx, "", "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 		if err != nil {
-			last = err.Error()
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not Established within 60s; last read: %q", crd, last)
+		if got := strings.TrimSpace(out); got != "True" {
+			return false, fmt.Errorf("last read: Established %q", got)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("CRD %s not Established: %v", crd, err)
 	}
 }

@@ -2,14 +2,44 @@
 # Runs the whole suite verbosely and ends with one plain summary line,
 # "N passed, N failed" (tests and subtests), so a run that executed no test
 # cannot pass for a green one.
+#
+# Unit packages (everything outside test/) run with the race detector; the
+# end-to-end tests and benchmarks under test/ drive separate processes
+# (the plane, members, kubectl) and run without it. Arguments are package
+# patterns, ./... by default; RACE=0 turns the race detector off.
 set -uo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-go test -count=1 -timeout "${TEST_TIMEOUT:-20m}" -v "$@" 2>&1 | tee "$log" | grep -v -E '^(=== (RUN|PAUSE|CONT|NAME))'
-status=${PIPESTATUS[0]}
+[ $# -gt 0 ] || set -- ./...
+
+mapfile -t all < <(go list "$@")
+unit=() e2e=()
+for p in "${all[@]}"; do
+  case "$p" in
+    */test/*) e2e+=("$p") ;;
+    *) unit+=("$p") ;;
+  esac
+done
+
+status=0
+run() {
+  go test -count=1 -timeout "${TEST_TIMEOUT:-20m}" -v "$@" 2>&1 | tee -a "$log" | grep -v -E '^(=== (RUN|PAUSE|CONT|NAME))'
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+}
+race=-race
+[ "${RACE:-1}" = 0 ] && race=
+if [ ${#unit[@]} -gt 0 ]; then
+  echo "== unit packages${race:+ (race detector on)}: ${#unit[@]}"
+  run $race "${unit[@]}"
+fi
+if [ ${#e2e[@]} -gt 0 ]; then
+  echo "== end-to-end packages: ${e2e[*]##*/cellfed/}"
+  run "${e2e[@]}"
+fi
 # hack/kubefed is its own module (KubeFed's dependencies): its test proves
 # the PropagatedVersion vectors the controller is tested against are
 # KubeFed's own values.
+echo "== hack/kubefed"
 (cd hack/kubefed && go test -count=1 -v ./...) 2>&1 | tee -a "$log" | grep -v -E '^(=== (RUN|PAUSE|CONT|NAME))'
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 passed=$(grep -c -E '^\s*--- PASS' "$log")

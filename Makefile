@@ -11,9 +11,16 @@ LDFLAGS := -X $(VERSION_PKG).gitVersion=$(K8S_VERSION)+cellfed.$(COMMIT) \
 	-X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 GO_BUILD := go build -ldflags '$(LDFLAGS)'
 DATA_DIR ?= .cellfed
+# cellfed's release: the tag `make images` gives every image and the tag
+# manifests/deploy pins (manifests' tests check they agree). Bump both
+# together when releasing.
+VERSION ?= v0.1.0
+REGISTRY ?= ghcr.io/cellfed
+IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed-webhook cellfed-proxy
+IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb fmt vet clean
+.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb fmt vet clean images
 
 all: build
 
@@ -72,7 +79,17 @@ vet:
 	go vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin _output
+
+# OCI image tarballs, one per binary, without a Docker engine or network
+# (hack/images): $(IMAGES_DIR)/<binary>.tar, named $(REGISTRY)/<binary>:$(VERSION),
+# a static binary on an empty base, running as 65532:65532. Load one with
+# `docker load -i _output/images/cellfed-apiserver.tar` (or podman load),
+# push it with `crane push`. The Dockerfile builds the same for Docker users.
+images:
+	go run ./hack/images -registry '$(REGISTRY)' -version '$(VERSION)' \
+		-revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)" -created '$(BUILD_DATE)' \
+		-ldflags '$(LDFLAGS)' -out '$(IMAGES_DIR)' $(IMAGES)
 
 .PHONY: manifests verify-manifests generate
 

@@ -20,7 +20,7 @@ IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb fmt vet clean images
+.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb fmt vet clean images lint
 
 all: build
 
@@ -60,8 +60,9 @@ mariadb:
 	hack/mariadb.sh
 
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
-# end-to-end tests with kubectl against real processes.
-test: build kubectl kubefed mariadb vet
+# end-to-end tests with kubectl against real processes. images first: the
+# image test (hack/images) runs the tarballs it leaves in _output/images.
+test: build kubectl kubefed mariadb vet images
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh ./...
 
 test-unit:
@@ -80,6 +81,16 @@ vet:
 
 clean:
 	rm -rf bin _output
+
+# golangci-lint, pinned in hack/lint/go.mod (a module of its own, so its
+# dependencies move neither ours nor controller-gen's), built once into
+# bin/; the linters are chosen in .golangci.yml.
+GOLANGCI_LINT := bin/golangci-lint
+$(GOLANGCI_LINT): hack/lint/go.mod hack/lint/go.sum
+	go build -modfile=hack/lint/go.mod -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
 
 # OCI image tarballs, one per binary, without a Docker engine or network
 # (hack/images): $(IMAGES_DIR)/<binary>.tar, named $(REGISTRY)/<binary>:$(VERSION),

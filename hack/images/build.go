@@ -157,6 +157,7 @@ func writeImage(o Options, binary, binPath string) (Image, error) {
 	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
 		Architecture: runtime.GOARCH,
 		OS:           "linux",
+		RootFS:       v1.RootFS{Type: "layers"}, // docker load refuses other types; Append adds the diff IDs
 		Config: v1.Config{
 			User:       User,
 			Entrypoint: []string{BinDir + "/" + binary},

@@ -147,6 +147,7 @@ type imageConfig struct {
 		Labels     map[string]string `json:"Labels"`
 	} `json:"config"`
 	RootFS struct {
+		Type    string   `json:"type"`
 		DiffIDs []string `json:"diff_ids"`
 	} `json:"rootfs"`
 }
@@ -224,6 +225,9 @@ func load(t *testing.T, path, wantRef, rootfs string) imageConfig {
 	}
 	if len(m.RepoTags) != 1 || m.RepoTags[0] != wantRef {
 		t.Errorf("%s is tagged %q, want %s", path, m.RepoTags, wantRef)
+	}
+	if cfg.RootFS.Type != "layers" {
+		t.Errorf("%s: rootfs type %q, want layers", path, cfg.RootFS.Type)
 	}
 	if len(m.Layers) == 0 || len(m.Layers) != len(cfg.RootFS.DiffIDs) {
 		t.Fatalf("%s: %d layers, %d diff IDs", path, len(m.Layers), len(cfg.RootFS.DiffIDs))

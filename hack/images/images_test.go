@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +46,7 @@ var images = []struct {
 // image's root file system. It checks that the entrypoint is a static
 // executable and runs it with --version (--help) from that root: as root it
 // runs chrooted into it as the image's user, so the image holds everything
-// the binary needs.
+// the binary needs; there cellfed-apiserver also serves, on SQLite.
 //
 // It uses the tarballs `make images` left in _output/images (make test
 // builds them first) if they are of the commit checked out, and otherwise
@@ -88,6 +90,9 @@ func TestImages(t *testing.T) {
 			out := runEntrypoint(t, rootfs, cfg, img.args)
 			if !strings.Contains(out, img.want) {
 				t.Errorf("%s %s printed %q, want it to contain %q", img.name, strings.Join(img.args, " "), out, img.want)
+			}
+			if img.name == "cellfed-apiserver" && os.Geteuid() == 0 {
+				checkServes(t, rootfs, cfg)
 			}
 		})
 	}
@@ -360,6 +365,80 @@ func checkStatic(t *testing.T, path string) {
 	}
 }
 
+// checkServes starts the plane from the image's root on its default
+// storage, SQLite in /tmp, and waits until it serves: the statically
+// linked SQLite works without anything from the host.
+func checkServes(t *testing.T, rootfs string, cfg imageConfig) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := chrooted(ctx, t, rootfs, cfg, "--data-dir=/tmp/data", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	for !strings.Contains(out.String(), "is serving on") {
+		if ctx.Err() != nil {
+			t.Fatalf("cellfed-apiserver did not serve:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(rootfs, "tmp", "data", "db", "state.db")); err != nil {
+		t.Errorf("no SQLite database: %v\n%s", err, out.String())
+	}
+	t.Logf("cellfed-apiserver serves on 127.0.0.1:%d from the image's root", port)
+}
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// chrooted is the image's entrypoint with args, run as the image's user
+// with its environment and working directory, chrooted into rootfs.
+func chrooted(ctx context.Context, t *testing.T, rootfs string, cfg imageConfig, args ...string) *exec.Cmd {
+	t.Helper()
+	uid, gid, err := parseUser(cfg.Config.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, cfg.Config.Entrypoint[0], args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Chroot:     rootfs,
+		Credential: &syscall.Credential{Uid: uid, Gid: gid},
+	}
+	cmd.Dir = cfg.Config.WorkingDir
+	if cmd.Dir == "" {
+		cmd.Dir = "/"
+	}
+	cmd.Env = cfg.Config.Env
+	return cmd
+}
+
 // runEntrypoint runs the image's entrypoint with args, with the image's
 // environment, and returns what it printed. As root it runs chrooted into
 // rootfs as the image's user; otherwise it runs the unpacked binary.
@@ -369,23 +448,11 @@ func runEntrypoint(t *testing.T, rootfs string, cfg imageConfig, args []string) 
 	defer cancel()
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
-		uid, gid, err := parseUser(cfg.Config.User)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd = exec.CommandContext(ctx, cfg.Config.Entrypoint[0], args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Chroot:     rootfs,
-			Credential: &syscall.Credential{Uid: uid, Gid: gid},
-		}
-		cmd.Dir = cfg.Config.WorkingDir
-		if cmd.Dir == "" {
-			cmd.Dir = "/"
-		}
+		cmd = chrooted(ctx, t, rootfs, cfg, args...)
 	} else {
 		cmd = exec.CommandContext(ctx, filepath.Join(rootfs, cfg.Config.Entrypoint[0]), args...)
+		cmd.Env = cfg.Config.Env
 	}
-	cmd.Env = cfg.Config.Env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", cfg.Config.Entrypoint[0], strings.Join(args, " "), err, out)

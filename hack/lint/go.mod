@@ -1,8 +1,10 @@
 // golangci-lint for `make lint`, pinned as a tool dependency in a module of
-// its own: its ~200 dependencies would otherwise move controller-gen's in
-// hack/tools (golang.org/x/tools among them) and the main module's. Run it
-// with `go tool -modfile=hack/lint/go.mod golangci-lint`, as the Makefile
-// does. Update with `go get -tool ...@vX.Y.Z && go mod tidy` here.
+// its own: in hack/tools its ~200 dependencies would move controller-gen's
+// (golang.org/x/tools among them). The Makefile builds it into bin/ with
+// `go build -modfile=hack/lint/go.mod`; `go tool -modfile=hack/lint/go.mod
+// golangci-lint` runs it too. Update with `go get -tool
+// github.com/golangci/golangci-lint/v2/cmd/golangci-lint@vX.Y.Z && go mod
+// tidy` in this directory.
 module github.com/cellfed/cellfed/hack/lint
 
 go 1.26.0

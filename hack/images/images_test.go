@@ -23,6 +23,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 // The images `make images` builds, and what running each entrypoint shows.
@@ -83,7 +86,9 @@ func TestImages(t *testing.T) {
 		t.Run(img.name, func(t *testing.T) {
 			t.Parallel()
 			rootfs := t.TempDir()
-			cfg := load(t, filepath.Join(dir, img.name+".tar"), Ref(DefaultRegistry, img.name, version), rootfs)
+			path := filepath.Join(dir, img.name+".tar")
+			validateImage(t, path)
+			cfg := load(t, path, Ref(DefaultRegistry, img.name, version), rootfs)
 			checkConfig(t, img.name, version, cfg)
 			entrypoint := filepath.Join(rootfs, strings.TrimPrefix(cfg.Config.Entrypoint[0], "/"))
 			checkStatic(t, entrypoint)
@@ -95,6 +100,20 @@ func TestImages(t *testing.T) {
 				checkServes(t, rootfs, cfg)
 			}
 		})
+	}
+}
+
+// validateImage reads the tarball as go-containerregistry (crane) does and
+// checks that the digests and diff IDs in its manifest and config match
+// its layers.
+func validateImage(t *testing.T, path string) {
+	t.Helper()
+	img, err := tarball.ImageFromPath(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Errorf("%s: %v", path, err)
 	}
 }
 

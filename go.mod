@@ -4,6 +4,7 @@ go 1.26.2
 
 require (
 	github.com/go-sql-driver/mysql v1.10.0
+	github.com/google/go-containerregistry v0.22.1
 	github.com/k3s-io/kine v0.16.4
 	github.com/mattn/go-sqlite3 v1.14.49
 	github.com/prometheus/client_golang v1.25.0
@@ -130,6 +131,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/opencontainers/selinux v1.13.1 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect

@@ -457,8 +457,8 @@ func checkPodSecurity(t *testing.T, dep *appsv1.Deployment) {
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("Deployment %s: container needs CPU and memory requests and a memory limit: %+v", dep.Name, c.Resources)
 	}
-	if name, tag, ok := strings.Cut(c.Image, ":"); !ok || tag == "" || !strings.HasPrefix(name, "cellfed/") {
-		t.Errorf("Deployment %s: image %q, want cellfed/<binary>:<tag> set by the kustomization's images", dep.Name, c.Image)
+	if want := imageRef(t, dep.Name); c.Image != want {
+		t.Errorf("Deployment %s: image %q, want %s, the image make images builds", dep.Name, c.Image, want)
 	}
 }
 
@@ -609,7 +609,7 @@ func equalObjects(a, b runtime.Object) bool {
 }
 
 // TestDeployAgentKustomization checks that manifests/deploy/agent is
-// manifests/agent with the image renamed.
+// manifests/agent with the image pinned to the release.
 func TestDeployAgentKustomization(t *testing.T) {
 	t.Parallel()
 	objs := mustBuild(t, repoPath(t, "manifests", "deploy", "agent"))
@@ -622,8 +622,8 @@ func TestDeployAgentKustomization(t *testing.T) {
 	}
 	for _, o := range objs {
 		if dep, ok := o.(*appsv1.Deployment); ok {
-			if img := dep.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "cellfed/cellfed-agent:") {
-				t.Errorf("agent image %q, want cellfed/cellfed-agent:<tag>", img)
+			if img, want := dep.Spec.Template.Spec.Containers[0].Image, imageRef(t, "cellfed-agent"); img != want {
+				t.Errorf("agent image %q, want %s", img, want)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-// Package approval is the plane's registration controller: it moves a
+// Package registration is the plane's registration controller: it moves a
 // registration's member token into a Secret at once, gives the
 // registration's bootstrap token and agent read (and the agent renew)
 // access to it alone, applies the tenant's auto-approve policy, and on
@@ -9,7 +9,7 @@
 //
 // It runs in cellfed-apiserver (a post-start hook), which holds the agent
 // CA in its data dir.
-package approval
+package registration
 
 import (
 	"bytes"

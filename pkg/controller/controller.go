@@ -33,7 +33,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/federatedtypeconfig"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
-	"github.com/cellfed/cellfed/pkg/controller/rollout"
+	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 	"github.com/cellfed/cellfed/pkg/proxy"
 )
 
@@ -43,7 +43,7 @@ type Options struct {
 	Kubeconfig          string
 	FederationNamespace string
 	Propagation         propagation.Options
-	Rollout             rollout.Options
+	Rollout             rolloutcontroller.Options
 	Clusters            clusters.Options
 	CellWorkers         int
 	PlaneQPS            float32
@@ -71,7 +71,7 @@ func NewOptions() *Options {
 	return &Options{
 		FederationNamespace: "kube-federation-system",
 		Propagation:         propagation.DefaultOptions(),
-		Rollout:             rollout.DefaultOptions(),
+		Rollout:             rolloutcontroller.DefaultOptions(),
 		Clusters:            clusters.DefaultOptions(),
 		CellWorkers:         4,
 		PlaneQPS:            200,

@@ -1,10 +1,11 @@
 // Package federatedtypeconfig is the FederatedTypeConfig controller: for
 // each FederatedTypeConfig with propagation enabled it runs one
-// propagation controller (package propagation) and, beside it, one rollout
-// controller (package rollout), restarts them when the config changes, and
-// writes each config's status as KubeFed's controller-manager does. It also
-// answers the propagation controllers' questions that span types: a
-// namespace's tenant and its FederatedNamespace placement.
+// propagation controller (package propagation) and, beside it, one
+// rollout controller (package rolloutcontroller), restarts them when the
+// config changes, and writes each config's status as KubeFed's
+// controller-manager does. It also answers the propagation controllers'
+// questions that span types: a namespace's tenant and its
+// FederatedNamespace placement.
 package federatedtypeconfig
 
 import (
@@ -30,7 +31,7 @@ import (
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
-	"github.com/cellfed/cellfed/pkg/controller/rollout"
+	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 )
 
 // Controller runs one propagation controller and one rollout controller
@@ -42,7 +43,7 @@ type Controller struct {
 	reg      *clusters.Registry
 	recorder record.EventRecorder
 	opts     propagation.Options
-	rollout  rollout.Options
+	rollout  rolloutcontroller.Options
 	informer cache.SharedIndexInformer
 	// namespaces are the plane's namespaces, for their tenancy labels.
 	namespaces cache.SharedIndexInformer
@@ -62,7 +63,7 @@ type runningType struct {
 // New returns the controller; the propagation and rollout controllers it
 // starts live until ctx ends. Clusters come from reg, whose changes the
 // caller passes on with ClusterChanged.
-func New(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options, rolloutOpts rollout.Options) *Controller {
+func New(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options, rolloutOpts rolloutcontroller.Options) *Controller {
 	return &Controller{
 		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts, rollout: rolloutOpts, retry: 5 * time.Second,
 		informer:   dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.FederatedTypeConfigsResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
@@ -141,7 +142,7 @@ func (s *Controller) sync() {
 		nsChanged = nsChanged || t.IsNamespace()
 		// The type's rollouts run and stop with its propagation.
 		go func() {
-			if err := rollout.New(t.Federated, s.plane, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
+			if err := rolloutcontroller.New(t.Federated, s.plane, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
 				klog.ErrorS(err, "Rollout controller stopped", "type", name)
 			}
 		}()

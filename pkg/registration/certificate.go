@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/pki"
 )
 
 // AnnotationAgentCertificate is set by the agent, authenticated with its
@@ -27,7 +27,7 @@ const AnnotationAgentCertificate = "cellfed.io/agent-certificate-serial"
 // waitCertificate polls the registration until its certificate is for
 // csrPEM's key, or it was denied, revoked or failed.
 func (o *AgentOptions) waitCertificate(ctx context.Context, regs dynamic.ResourceInterface, csrPEM []byte, translate func(error) error) ([]byte, error) {
-	want, err := csrPublicKey(csrPEM)
+	csr, err := pki.ParseCSRPEM(csrPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (o *AgentOptions) waitCertificate(ctx context.Context, regs dynamic.Resourc
 					map[cellv1alpha1.RegistrationPhase]string{cellv1alpha1.RegistrationDenied: "denied", cellv1alpha1.RegistrationRevoked: "revoked"}[phase], o.ClusterName, decisionMessage(reg), o.ClusterName)
 			}
 			if len(reg.Status.Certificate) > 0 {
-				if got, err := certPublicKey(reg.Status.Certificate); err == nil && bytes.Equal(got, want) {
+				if cert, err := pki.ParseCertificatePEM(reg.Status.Certificate); err == nil && pki.SamePublicKey(cert.PublicKey, csr.PublicKey) {
 					return reg.Status.Certificate, nil
 				}
 			}
@@ -85,7 +85,7 @@ func decisionMessage(reg *cellv1alpha1.ClusterRegistration) string {
 // agentClient reaches the plane as the agent identity id.
 func (o *AgentOptions) agentClient(base *rest.Config, id *Identity) (dynamic.ResourceInterface, error) {
 	cfg := rest.CopyConfig(base)
-	leafPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: id.Leaf().Raw})
+	leafPEM := pem.EncodeToMemory(&pem.Block{Type: pki.BlockCertificate, Bytes: id.Leaf().Raw})
 	cur, _ := id.GetClientCertificate(nil)
 	keyDER, err := x509.MarshalPKCS8PrivateKey(cur.PrivateKey)
 	if err != nil {

@@ -118,7 +118,7 @@ func (o *AgentOptions) loadIdentity() (*Identity, error) {
 func (o *AgentOptions) pendingKey() (keyPEM, csrPEM []byte, err error) {
 	path := filepath.Join(o.StateDir, pendingKeyFile)
 	if keyPEM, err = os.ReadFile(path); err == nil {
-		csrPEM, err = csrForKey(keyPEM, o.ClusterName)
+		csrPEM, err = pki.AgentCSRForKey(keyPEM, o.ClusterName)
 		if err == nil {
 			return keyPEM, csrPEM, nil
 		}

@@ -1,10 +1,6 @@
 package registration
 
 import (
-	"bytes"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,7 +28,7 @@ func (c *Controller) sign(reg *cellv1alpha1.ClusterRegistration, status *cellv1a
 	if err != nil {
 		return registration.ReasonError, fmt.Sprintf("signing the agent certificate: %v", err), nil
 	}
-	cert, err := parseCert(certPEM)
+	cert, err := pki.ParseCertificatePEM(certPEM)
 	if err != nil {
 		return "", "", err
 	}
@@ -45,30 +41,16 @@ func (c *Controller) sign(reg *cellv1alpha1.ClusterRegistration, status *cellv1a
 // needsCertificate: no certificate yet, or the request's key is not the
 // certificate's (the agent asked for a renewal).
 func needsCertificate(csrPEM, certPEM []byte) (bool, error) {
-	block, _ := pem.Decode(csrPEM)
-	if block == nil {
-		return false, errors.New("spec.csr is not PEM; the agent must send a new certificate request")
-	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	csr, err := pki.ParseCSRPEM(csrPEM)
 	if err != nil {
 		return false, fmt.Errorf("spec.csr: %v; the agent must send a new certificate request", err)
 	}
 	if len(certPEM) == 0 {
 		return true, nil
 	}
-	cert, err := parseCert(certPEM)
+	cert, err := pki.ParseCertificatePEM(certPEM)
 	if err != nil {
 		return true, nil
 	}
-	a, err1 := x509.MarshalPKIXPublicKey(csr.PublicKey)
-	b, err2 := x509.MarshalPKIXPublicKey(cert.PublicKey)
-	return err1 != nil || err2 != nil || !bytes.Equal(a, b), nil
-}
-
-func parseCert(certPEM []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, errors.New("no PEM certificate")
-	}
-	return x509.ParseCertificate(block.Bytes)
+	return !pki.SamePublicKey(csr.PublicKey, cert.PublicKey), nil
 }

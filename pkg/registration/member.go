@@ -17,6 +17,10 @@ import (
 	"github.com/cellfed/cellfed/pkg/memberaccess"
 )
 
+// memberAccessName names the plane's ServiceAccount, ClusterRole and
+// ClusterRoleBinding in the member.
+func (o *AgentOptions) memberAccessName() string { return "cellfed-" + o.ClusterName }
+
 // memberSpec prepares the member: the plane's ServiceAccount and RBAC,
 // a token for it, and what the registration reports.
 func (o *AgentOptions) memberSpec(ctx context.Context, csrPEM []byte) (*cellv1alpha1.ClusterRegistrationSpec, error) {
@@ -46,7 +50,7 @@ func (o *AgentOptions) memberSpec(ctx context.Context, csrPEM []byte) (*cellv1al
 	}
 	g := memberaccess.Grant{
 		Namespace:      o.MemberNamespace,
-		ServiceAccount: "cellfed-" + o.ClusterName,
+		ServiceAccount: o.memberAccessName(),
 		Labels:         map[string]string{"cellfed.io/registered-cluster": o.ClusterName, "app.kubernetes.io/managed-by": "cellfed-agent"},
 		Where:          " in the member cluster",
 	}
@@ -99,7 +103,7 @@ func (o *AgentOptions) removeMemberAccess(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	name := "cellfed-" + o.ClusterName
+	name := o.memberAccessName()
 	var errs []error
 	for what, del := range map[string]func() error{
 		"ClusterRoleBinding " + name: func() error { return member.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}) },

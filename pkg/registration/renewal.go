@@ -89,7 +89,7 @@ func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Ide
 		// does not block the certificate.
 		if member, err := kubernetes.NewForConfig(o.Member); err == nil {
 			ca := reg.Spec.CABundle
-			if tok, err := o.memberToken(ctx, member, "cellfed-"+o.ClusterName, ca); err == nil {
+			if tok, err := o.memberToken(ctx, member, o.memberAccessName(), ca); err == nil {
 				reg.Spec.ServiceAccountToken = tok
 			} else {
 				klog.ErrorS(err, "Could not refresh the plane's member token; keeping the old one", "cluster", o.ClusterName)

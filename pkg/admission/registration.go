@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/url"
@@ -338,13 +337,9 @@ func csrError(csrPEM []byte) error {
 	if len(csrPEM) == 0 {
 		return fmt.Errorf("required: a PEM certificate request for the agent's tunnel identity")
 	}
-	block, _ := pem.Decode(csrPEM)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return fmt.Errorf("is not a PEM \"CERTIFICATE REQUEST\" block")
-	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	csr, err := pki.ParseCSRPEM(csrPEM)
 	if err != nil {
-		return fmt.Errorf("cannot be parsed: %v", err)
+		return err
 	}
 	if err := csr.CheckSignature(); err != nil {
 		return fmt.Errorf("has an invalid signature: %v", err)

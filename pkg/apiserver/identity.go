@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"os"
 
@@ -58,11 +57,11 @@ func certFingerprint(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return "", fmt.Errorf("%s holds no PEM certificate", path)
+	cert, err := pki.ParseCertificatePEM(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	sum := sha256.Sum256(block.Bytes)
+	sum := sha256.Sum256(cert.Raw)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 

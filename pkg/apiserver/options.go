@@ -33,10 +33,10 @@ import (
 
 	cellfedadmission "github.com/cellfed/cellfed/pkg/admission"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	registrationcontroller "github.com/cellfed/cellfed/pkg/controller/registration"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
-	"github.com/cellfed/cellfed/pkg/registration/approval"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -71,14 +71,14 @@ type Options struct {
 	DefaultFederatedTypes []string
 	// Registration configures the controller that approves agents'
 	// ClusterRegistrations and signs their certificates.
-	Registration approval.Options
+	Registration registrationcontroller.Options
 
 	// tunnel and registrationAccess connect the registration controller to
 	// the tunnel hub: disconnecting revoked agents, and the apiEndpoint and
 	// proxyURL of tunnelled KubeFedClusters. Without a hub, approved
 	// registrations report that they cannot be reached.
-	tunnel             approval.Tunnel
-	registrationAccess approval.Access
+	tunnel             registrationcontroller.Tunnel
+	registrationAccess registrationcontroller.Access
 
 	// Encryption encrypts resources at rest (KMS v2, Secrets by default).
 	Encryption *EncryptionOptions
@@ -131,7 +131,7 @@ func NewOptions() *Options {
 		ControllerWorkers:      5,
 		FederationNamespace:    federatedtypes.DefaultNamespace,
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
-		Registration:           approval.NewOptions(),
+		Registration:           registrationcontroller.NewOptions(),
 		Tunnel:                 proxy.NewOptions(),
 		Encryption:             NewEncryptionOptions(),
 		admission:              shared,

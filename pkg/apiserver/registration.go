@@ -9,20 +9,20 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	registrationcontroller "github.com/cellfed/cellfed/pkg/controller/registration"
 	"github.com/cellfed/cellfed/pkg/pki"
-	"github.com/cellfed/cellfed/pkg/registration/approval"
 )
 
 // registrationHook runs the registration controller in the plane: it
 // needs the agent CA's key, which only the plane's data dir holds.
 type registrationHook struct {
-	opts   approval.Options
+	opts   registrationcontroller.Options
 	files  pki.Files
-	tunnel approval.Tunnel
-	access approval.Access
+	tunnel registrationcontroller.Tunnel
+	access registrationcontroller.Access
 	// started receives the controller once it runs (the hub asks it
 	// whether a cluster's registration is revoked).
-	started func(*approval.Controller)
+	started func(*registrationcontroller.Controller)
 	// leaderElect runs the controller's workers only while holding the
 	// kube-system/cellfed-registrations Lease; its caches (the hub's
 	// admission) run in every replica.
@@ -42,7 +42,7 @@ func (h registrationHook) start(hookCtx genericapiserver.PostStartHookContext) e
 	if err != nil {
 		return fmt.Errorf("registration controller: %w", err)
 	}
-	c, err := approval.New(h.opts, kube, dyn, h.files, h.tunnel, h.access)
+	c, err := registrationcontroller.New(h.opts, kube, dyn, h.files, h.tunnel, h.access)
 	if err != nil {
 		return err
 	}

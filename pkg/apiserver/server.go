@@ -32,10 +32,10 @@ import (
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	registrationcontroller "github.com/cellfed/cellfed/pkg/controller/registration"
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
-	"github.com/cellfed/cellfed/pkg/registration/approval"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -69,7 +69,7 @@ func Run(ctx context.Context, o *Options) error {
 
 	// The hub admits an agent only while its cluster's registration is
 	// approved; the registration controller answers once it runs.
-	var registrations atomic.Pointer[approval.Controller]
+	var registrations atomic.Pointer[registrationcontroller.Controller]
 	if o.Tunnel.Admit == nil {
 		o.Tunnel.Admit = func(ctx context.Context, cluster string, cert *x509.Certificate) error {
 			c := registrations.Load()

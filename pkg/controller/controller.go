@@ -1,31 +1,24 @@
 // Package controller assembles cellfed-controller: the member cluster
 // registry with its health probes (package clusters), the cell controller
-// (package cells) and one propagation controller per FederatedTypeConfig
-// with propagation enabled (package propagation) and, beside each, a
-// rollout controller (package rollout), all under one leader election
-// Lease in the plane.
+// (package cells) and the FederatedTypeConfig controller (package
+// federatedtypeconfig), which runs one propagation controller per
+// FederatedTypeConfig with propagation enabled and, beside each, a rollout
+// controller, all under one leader election Lease in the plane. It holds
+// the options, the leader election, the health endpoints and the wiring.
 package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -34,18 +27,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/component-base/metrics/legacyregistry"
-	_ "k8s.io/component-base/metrics/prometheus/restclient" // client-go request metrics on /metrics
-	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue depth and latency per type on /metrics
 	"k8s.io/klog/v2"
 
-	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
-	"github.com/cellfed/cellfed/pkg/apis/kubefed"
-	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/cells"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/controller/federatedtypeconfig"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
-	"github.com/cellfed/cellfed/pkg/controller/rollout"
+	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 	"github.com/cellfed/cellfed/pkg/proxy"
 )
 
@@ -55,7 +43,7 @@ type Options struct {
 	Kubeconfig          string
 	FederationNamespace string
 	Propagation         propagation.Options
-	Rollout             rollout.Options
+	Rollout             rolloutcontroller.Options
 	Clusters            clusters.Options
 	CellWorkers         int
 	PlaneQPS            float32
@@ -83,7 +71,7 @@ func NewOptions() *Options {
 	return &Options{
 		FederationNamespace: "kube-federation-system",
 		Propagation:         propagation.DefaultOptions(),
-		Rollout:             rollout.DefaultOptions(),
+		Rollout:             rolloutcontroller.DefaultOptions(),
 		Clusters:            clusters.DefaultOptions(),
 		CellWorkers:         4,
 		PlaneQPS:            200,
@@ -264,7 +252,7 @@ func tunnelDialer(cfg *rest.Config, o proxy.DialerOptions) (*proxy.Dialer, error
 }
 
 // runControllers runs the registry, the cell controller and the
-// propagation controllers until ctx ends.
+// FederatedTypeConfig controller until ctx ends.
 func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, o *Options, ready *sync.Map) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
@@ -272,13 +260,12 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cellfed-controller"})
 
 	reg := clusters.NewRegistry(plane, kube, o.Clusters)
-	types := newTypeSet(ctx, plane, kube, reg, recorder, o.Propagation)
-	types.rollout = o.Rollout
-	reg.Subscribe(types.clusterChanged)
+	types := federatedtypeconfig.New(ctx, plane, kube, reg, recorder, o.Propagation, o.Rollout)
+	reg.Subscribe(types.ClusterChanged)
 	errc := make(chan error, 3)
 	go func() { errc <- reg.Run(ctx) }()
 	go func() { errc <- cells.New(plane, kube, o.FederationNamespace, o.CellWorkers).Run(ctx) }()
-	go func() { errc <- types.run(ctx) }()
+	go func() { errc <- types.Run(ctx) }()
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return ctx.Err()
 	}
@@ -289,275 +276,5 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 			return err
 		}
 	}
-	return nil
-}
-
-// typeSet runs one propagation controller and one rollout controller
-// per enabled FederatedTypeConfig, restarting them when the config
-// changes.
-type typeSet struct {
-	ctx      context.Context
-	plane    dynamic.Interface
-	reg      *clusters.Registry
-	recorder record.EventRecorder
-	opts     propagation.Options
-	rollout  rollout.Options
-	informer cache.SharedIndexInformer
-	// namespaces are the plane's namespaces, for their tenancy labels.
-	namespaces cache.SharedIndexInformer
-
-	retry time.Duration // before a failed type's controller starts again
-
-	mu      sync.Mutex
-	running map[string]*runningType
-}
-
-type runningType struct {
-	typ    propagation.Type
-	ctrl   *propagation.Controller
-	cancel context.CancelFunc
-}
-
-func newTypeSet(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options) *typeSet {
-	return &typeSet{
-		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts, retry: 5 * time.Second,
-		informer:   dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.FederatedTypeConfigsResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
-		namespaces: informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer(),
-		running:    map[string]*runningType{},
-	}
-}
-
-func (s *typeSet) run(ctx context.Context) error {
-	sync := func(any) { s.sync() }
-	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: sync, UpdateFunc: func(_, o any) { sync(o) }, DeleteFunc: sync,
-	}); err != nil {
-		return err
-	}
-	// A namespace whose tenant changes changes which clusters its
-	// objects may reach.
-	if _, err := s.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*corev1.Namespace)
-			n, ok2 := cur.(*corev1.Namespace)
-			if ok1 && ok2 && o.Labels[cellv1alpha1.LabelTenant] != n.Labels[cellv1alpha1.LabelTenant] {
-				s.requeueNamespace(n.Name, true)
-			}
-		},
-	}); err != nil {
-		return err
-	}
-	go s.namespaces.Run(ctx.Done())
-	go s.informer.Run(ctx.Done())
-	<-ctx.Done()
-	return nil
-}
-
-// sync starts controllers for new enabled types and stops the others. A
-// controller that stops on an error is marked stopped and started again
-// after a back-off.
-func (s *typeSet) sync() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx.Err() != nil {
-		return
-	}
-	want := map[string]*propagation.Type{}
-	for _, obj := range s.informer.GetStore().List() {
-		t, ok, err := propagation.TypeFor(obj.(*unstructured.Unstructured))
-		if err != nil {
-			klog.ErrorS(err, "Skipping FederatedTypeConfig")
-			continue
-		}
-		if ok {
-			want[t.Name] = t
-		}
-	}
-	nsChanged := false
-	for name, r := range s.running {
-		if t := want[name]; t == nil || *t != r.typ {
-			klog.InfoS("Stopping propagation", "type", name)
-			r.cancel()
-			delete(s.running, name)
-			nsChanged = nsChanged || r.typ.IsNamespace()
-		}
-	}
-	for name, t := range want {
-		if s.running[name] != nil {
-			continue
-		}
-		ctx, cancel := context.WithCancel(s.ctx)
-		ctrl := propagation.New(t, s.opts, propagation.Env{
-			Plane: s.plane, Clusters: s.reg, Recorder: s.recorder, Tenants: s.tenantOf,
-			Namespaces: s.namespacePlacement, NamespaceChanged: s.namespaceChanged,
-		})
-		r := &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
-		s.running[name] = r
-		nsChanged = nsChanged || t.IsNamespace()
-		// The type's rollouts run and stop with its propagation.
-		go func() {
-			if err := rollout.New(t.Federated, s.plane, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
-				klog.ErrorS(err, "Rollout controller stopped", "type", name)
-			}
-		}()
-		go func() {
-			err := ctrl.Run(ctx)
-			if err == nil || ctx.Err() != nil {
-				return
-			}
-			klog.ErrorS(err, "Propagation stopped; restarting it", "type", name, "after", s.retry)
-			cancel()
-			s.mu.Lock()
-			if s.running[name] == r {
-				delete(s.running, name)
-			}
-			s.mu.Unlock()
-			time.AfterFunc(s.retry, s.sync)
-		}()
-	}
-	if nsChanged {
-		// The namespace rule of every namespaced type changed.
-		for _, r := range s.running {
-			go r.ctrl.ClusterChanged()
-		}
-	}
-	s.reportLocked()
-}
-
-// reportLocked writes each FederatedTypeConfig's status as KubeFed's
-// controller-manager does: observedGeneration and whether its
-// propagation controller runs (kubefedctl disable waits for NotRunning).
-// Only a change is written.
-func (s *typeSet) reportLocked() {
-	for _, obj := range s.informer.GetStore().List() {
-		u := obj.(*unstructured.Unstructured)
-		state := "NotRunning"
-		if s.running[u.GetName()] != nil {
-			state = "Running"
-		}
-		cur, _, _ := unstructured.NestedString(u.Object, "status", "propagationController")
-		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		if cur == state && gen == u.GetGeneration() {
-			continue
-		}
-		next := u.DeepCopy()
-		_ = unstructured.SetNestedField(next.Object, state, "status", "propagationController")
-		_ = unstructured.SetNestedField(next.Object, u.GetGeneration(), "status", "observedGeneration")
-		go func() {
-			_, err := s.plane.Resource(kubefed.FederatedTypeConfigsResource).Namespace(next.GetNamespace()).UpdateStatus(s.ctx, next, metav1.UpdateOptions{})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				// A conflict brings a newer object, and another sync.
-				klog.ErrorS(err, "Writing FederatedTypeConfig status", "name", next.GetName())
-			}
-		}()
-	}
-}
-
-// namespacePlacement is KubeFed's namespace placement for namespaced
-// types: only while namespaces are federated (the Namespace type runs),
-// from its controller's cache of FederatedNamespaces.
-func (s *typeSet) namespacePlacement(ns string) (*typesv1beta1.Placement, bool, error) {
-	s.mu.Lock()
-	var nsCtrl *propagation.Controller
-	for _, r := range s.running {
-		if r.typ.IsNamespace() {
-			nsCtrl = r.ctrl
-		}
-	}
-	s.mu.Unlock()
-	if nsCtrl == nil {
-		return nil, false, nil
-	}
-	obj, err := nsCtrl.FederatedNamespace(ns)
-	if err != nil || obj == nil {
-		return nil, true, err
-	}
-	p, err := propagation.PlacementOf(obj)
-	if err != nil {
-		// An unreadable FederatedNamespace federates nothing.
-		return &typesv1beta1.Placement{Clusters: []typesv1beta1.ClusterReference{}}, true, nil
-	}
-	return p, true, nil
-}
-
-// namespaceChanged requeues the namespaced objects of ns in every type
-// but the Namespace type: its FederatedNamespace changed.
-func (s *typeSet) namespaceChanged(ns string) { s.requeueNamespace(ns, false) }
-
-// requeueNamespace requeues the objects of ns in every namespaced type,
-// the FederatedNamespace too when withNamespaceType is set.
-func (s *typeSet) requeueNamespace(ns string, withNamespaceType bool) {
-	s.mu.Lock()
-	ctrls := make([]*propagation.Controller, 0, len(s.running))
-	for _, r := range s.running {
-		if r.typ.Namespaced && (withNamespaceType || !r.typ.IsNamespace()) {
-			ctrls = append(ctrls, r.ctrl)
-		}
-	}
-	s.mu.Unlock()
-	for _, c := range ctrls {
-		c.NamespaceChanged(ns)
-	}
-}
-
-// tenantOf is the tenant of namespace ns ("" when it has none).
-func (s *typeSet) tenantOf(ns string) (string, error) {
-	if !s.namespaces.HasSynced() {
-		return "", fmt.Errorf("namespaces are not loaded yet")
-	}
-	obj, ok, err := s.namespaces.GetStore().GetByKey(ns)
-	if err != nil || !ok {
-		return "", err
-	}
-	return obj.(*corev1.Namespace).Labels[cellv1alpha1.LabelTenant], nil
-}
-
-func (s *typeSet) clusterChanged() {
-	s.mu.Lock()
-	ctrls := make([]*propagation.Controller, 0, len(s.running))
-	for _, r := range s.running {
-		ctrls = append(ctrls, r.ctrl)
-	}
-	s.mu.Unlock()
-	for _, c := range ctrls {
-		c.ClusterChanged()
-	}
-}
-
-// serveHealth answers /healthz always, /readyz once this replica leads
-// (or runs without election) and the clusters are loaded, and /metrics
-// (Prometheus text: the propagation metrics, workqueue depth and latency
-// per type, client-go request metrics, Go runtime and process), and with
-// profiling net/http/pprof under /debug/pprof/.
-func serveHealth(ctx context.Context, addr string, ready *sync.Map, profiling bool) error {
-	mux := http.NewServeMux()
-	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	mux.Handle("/metrics", legacyregistry.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		_, synced := ready.Load("synced")
-		if !synced {
-			http.Error(w, "not leading or clusters not loaded", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("health address %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	klog.InfoS("Serving health checks", "address", ln.Addr().String())
 	return nil
 }

@@ -103,13 +103,9 @@ func SignAgentCSR(f Files, csrPEM []byte, cluster string, validity time.Duration
 	if errs := validation.IsDNS1123Subdomain(cluster); len(errs) > 0 {
 		return nil, fmt.Errorf("cluster name %q: %s", cluster, strings.Join(errs, "; "))
 	}
-	block, _ := pem.Decode(csrPEM)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("the certificate request is not a PEM \"CERTIFICATE REQUEST\" block")
-	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	csr, err := ParseCSRPEM(csrPEM)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the certificate request: %w", err)
+		return nil, err
 	}
 	if err := csr.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("the certificate request's signature is invalid: %w", err)
@@ -139,7 +135,7 @@ func SignAgentCSR(f Files, csrPEM []byte, cluster string, validity time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("signing the agent certificate for %s: %w", cluster, err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: BlockCertificate, Bytes: der}), nil
 }
 
 // NewAgentKeyAndCSR makes a new ECDSA key and a certificate request for
@@ -149,16 +145,34 @@ func NewAgentKeyAndCSR(cluster string) (keyPEM, csrPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating agent key: %w", err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: AgentUser(cluster), Organization: []string{AgentGroup}},
-	}, key)
+	csrPEM, err = agentCSR(key, cluster)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating certificate request: %w", err)
+		return nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding agent key: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: BlockECPrivateKey, Bytes: keyDER}), csrPEM, nil
+}
+
+// AgentCSRForKey makes a certificate request for cluster's agent with an
+// existing PEM EC key (as NewAgentKeyAndCSR makes it).
+func AgentCSRForKey(keyPEM []byte, cluster string) ([]byte, error) {
+	key, err := ParseECPrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return agentCSR(key, cluster)
+}
+
+// agentCSR is the PEM certificate request of cluster's agent for key.
+func agentCSR(key *ecdsa.PrivateKey, cluster string) ([]byte, error) {
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: AgentUser(cluster), Organization: []string{AgentGroup}},
+	}, key)
+	if err != nil {
+		return nil, fmt.Errorf("creating certificate request: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: BlockCertificateRequest, Bytes: der}), nil
 }

@@ -3,7 +3,6 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"strings"
 	"testing"
@@ -91,8 +90,7 @@ func TestClusterFromAgentCert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, _ := pem.Decode(data)
-	admin, err := x509.ParseCertificate(block.Bytes)
+	admin, err := ParseCertificatePEM(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package registration is agent self-registration: the names, labels and
-// rules shared by the plane (admission, the approval controller in
-// pkg/registration/approval), cellfedctl and the agent (Bootstrap, Renew).
+// rules shared by the plane (admission, the registration controller in
+// pkg/controller/registration), cellfedctl and the agent (Bootstrap, Renew).
 //
 // The flow: `cellfedctl token create --tenant t` writes a Kubernetes
 // bootstrap token (a Secret of type bootstrap.kubernetes.io/token in

@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"crypto/x509"
 	"strings"
 	"testing"
 	"time"
@@ -84,54 +83,5 @@ func TestPhase(t *testing.T) {
 		if got := Phase(tc.conds); got != tc.want {
 			t.Errorf("%s: Phase = %s, want %s", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestAgentOptionsValidate(t *testing.T) {
-	valid := func() *AgentOptions {
-		o := NewAgentOptions()
-		o.ClusterName, o.PlaneKubeconfig, o.StateDir = "edge-1", "plane.kubeconfig", t.TempDir()
-		return o
-	}
-	for _, tc := range []struct {
-		name    string
-		change  func(*AgentOptions)
-		wantErr string
-	}{
-		{"valid", func(*AgentOptions) {}, ""},
-		{"no cluster", func(o *AgentOptions) { o.ClusterName = "" }, "--cluster is required"},
-		{"dotted cluster", func(o *AgentOptions) { o.ClusterName = "ns.cell" }, "is not a cluster name"},
-		{"no plane kubeconfig", func(o *AgentOptions) { o.PlaneKubeconfig = "" }, "--plane-kubeconfig is required"},
-		{"no state dir", func(o *AgentOptions) { o.StateDir = "" }, "--state-dir is required"},
-		{"bad token", func(o *AgentOptions) { o.BootstrapToken = "nope" }, "--bootstrap-token: a bootstrap token has the form"},
-		{"token and file", func(o *AgentOptions) { o.BootstrapToken, o.BootstrapTokenFile = "abcdef.0123456789abcdef", "x" }, "not both"},
-		{"missing token file", func(o *AgentOptions) { o.BootstrapTokenFile = "/nonexistent/token" }, "reading --bootstrap-token-file"},
-		{"short member token", func(o *AgentOptions) { o.MemberTokenTTL = time.Minute }, "--member-token-ttl=1m0s is too short"},
-		{"renewal point", func(o *AgentOptions) { o.RenewAfter = 1 }, "between 0 and 1"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := valid()
-			tc.change(o)
-			err := o.Validate()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestRenewAt(t *testing.T) {
-	received := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	id := &Identity{leaf: &x509.Certificate{NotBefore: received.Add(-5 * time.Minute), NotAfter: received.Add(30 * time.Second)}, since: received}
-	if got, want := id.renewAt(2.0/3.0), received.Add(20*time.Second); !got.Equal(want) {
-		t.Errorf("renewAt = %s, want %s (two thirds from receipt, not from the backdated notBefore)", got, want)
-	}
-	id.since = received.Add(-time.Hour) // a file older than the certificate
-	id.leaf.NotBefore = received
-	if got, want := id.renewAt(0.5), received.Add(15*time.Second); !got.Equal(want) {
-		t.Errorf("renewAt = %s, want %s (from notBefore when it is later)", got, want)
 	}
 }

@@ -1,13 +1,15 @@
-// Package rollout is cellfed-controller's rollout controller: for one
-// federated type it watches the objects under a rollout started by
+// Package rolloutcontroller is cellfed-controller's rollout controller:
+// for one federated type it watches the objects under a rollout started by
 // `cellfedctl rollout start` (label rollout.cellfed.io/active=true),
 // records each new template in their history (TemplateRevisions), and
 // drives automatic rollouts (rollout.cellfed.io/auto): it widens the
 // placement mask batch by batch once every released cell is updated and
 // ready, pauses on a failed cell or a missed progress deadline, and
 // removes the mask after the last batch. Its whole state is on the
-// object (mask and annotations), so a restart picks up where it was.
-package rollout
+// object (mask and annotations), so a restart picks up where it was. The
+// decisions, annotations and history are the rollout library's (package
+// rollout, pkg/rollout).
+package rolloutcontroller
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package approval
+package registration
 
 import (
 	"testing"
@@ -40,21 +40,5 @@ func TestNeedsCertificate(t *testing.T) {
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("%s: needsCertificate = %v, %v; want %v (error %v)", tc.name, got, err, tc.want, tc.wantErr)
 		}
-	}
-}
-
-func TestOptionsValidate(t *testing.T) {
-	o := NewOptions()
-	if err := o.Validate(); err != nil {
-		t.Fatalf("defaults refused: %v", err)
-	}
-	o.CertValidity = time.Second
-	if err := o.Validate(); err == nil {
-		t.Error("a 1s certificate validity was accepted")
-	}
-	o = NewOptions()
-	o.Workers = 0
-	if err := o.Validate(); err == nil {
-		t.Error("0 workers were accepted")
 	}
 }

@@ -1,0 +1,97 @@
+package registration
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/registration"
+)
+
+// Access says how the plane reaches a tunnelled cluster: the
+// KubeFedCluster's apiEndpoint and proxyURL (the hub's CONNECT frontend),
+// and the TLS validations it must disable, if any.
+type Access func(reg *cellv1alpha1.ClusterRegistration) (apiEndpoint, proxyURL string, err error)
+
+// ensureCluster creates or updates the tunnelled KubeFedCluster. A
+// KubeFedCluster of the same name that this registration does not own is
+// left alone and reported.
+func (c *Controller) ensureCluster(ctx context.Context, reg *cellv1alpha1.ClusterRegistration, endpoint, proxyURL, secretName string) (string, string, string, error) {
+	ns := c.opts.FederationNamespace
+	ref := ns + "/" + reg.Name
+	clusters := c.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns)
+	labels := map[string]string{registration.LabelRegistration: reg.Name, registration.LabelTunnelled: "true"}
+	if reg.Spec.Tenant != "" {
+		labels[cellv1alpha1.LabelTenant] = reg.Spec.Tenant
+	}
+	annotations := map[string]string{}
+	if reg.Spec.Workspace != "" {
+		annotations[cellv1alpha1.LabelWorkspace] = reg.Spec.Workspace
+	}
+	spec := map[string]any{"apiEndpoint": endpoint, "proxyURL": proxyURL, "secretRef": map[string]any{"name": secretName}}
+	if len(reg.Spec.CABundle) > 0 {
+		spec["caBundle"] = encodeBase64(reg.Spec.CABundle)
+	}
+	have, err := clusters.Get(ctx, reg.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": fedv1beta1.SchemeGroupVersion.String(), "kind": "KubeFedCluster",
+			"metadata": map[string]any{"name": reg.Name, "namespace": ns}, "spec": spec,
+		}}
+		obj.SetLabels(labels)
+		if len(annotations) > 0 {
+			obj.SetAnnotations(annotations)
+		}
+		obj.SetOwnerReferences(ownerRefs(reg))
+		if _, err := clusters.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+				return "", registration.ReasonError, fmt.Sprintf("the plane refused KubeFedCluster %s: %v", ref, err), nil
+			}
+			return "", "", "", fmt.Errorf("creating KubeFedCluster %s: %w", ref, err)
+		}
+		klog.InfoS("Created tunnelled KubeFedCluster", "cluster", ref, "tenant", reg.Spec.Tenant)
+		return ref, "", "", nil
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("reading KubeFedCluster %s: %w", ref, err)
+	}
+	if have.GetLabels()[registration.LabelRegistration] != reg.Name {
+		return "", registration.ReasonClusterExists, fmt.Sprintf("KubeFedCluster %s exists and was not created by this registration (a cluster joined with `cellfedctl join`?); unjoin it, or delete this registration and register under another name", ref), nil
+	}
+	obj := have.DeepCopy()
+	oldSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	merged := map[string]any{}
+	for k, v := range oldSpec {
+		merged[k] = v
+	}
+	for k, v := range spec {
+		merged[k] = v
+	}
+	l := obj.GetLabels()
+	changed := !reflect.DeepEqual(oldSpec, merged)
+	for k, v := range labels {
+		if l[k] != v {
+			l[k], changed = v, true
+		}
+	}
+	if !changed {
+		return ref, "", "", nil
+	}
+	obj.SetLabels(l)
+	obj.Object["spec"] = merged
+	if _, err := clusters.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		return "", "", "", fmt.Errorf("updating KubeFedCluster %s: %w", ref, err)
+	}
+	return ref, "", "", nil
+}
+
+func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

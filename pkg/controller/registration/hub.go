@@ -1,0 +1,85 @@
+package registration
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/registration"
+)
+
+// Tunnel is what the controller needs of the tunnel hub.
+type Tunnel interface {
+	// Disconnect closes every connection of cluster's agent and returns
+	// how many there were.
+	Disconnect(cluster string) int
+}
+
+// disconnectRevoked drops the agent of a revoked, denied or deleting
+// registration from this process's hub.
+func (c *Controller) disconnectRevoked(obj any) {
+	if c.tunnel == nil {
+		return
+	}
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	var reg cellv1alpha1.ClusterRegistration
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &reg); err != nil {
+		return
+	}
+	if reg.DeletionTimestamp != nil || registration.Phase(reg.Status.Conditions) == cellv1alpha1.RegistrationRevoked ||
+		registration.Phase(reg.Status.Conditions) == cellv1alpha1.RegistrationDenied {
+		c.tunnel.Disconnect(reg.Name)
+	}
+}
+
+// disconnectDeleted drops the agent of a deleted registration from this
+// process's hub.
+func (c *Controller) disconnectDeleted(obj any) {
+	if c.tunnel == nil {
+		return
+	}
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.tunnel.Disconnect(key)
+	}
+}
+
+// Admit is the tunnel hub's admission of an agent whose certificate
+// names cluster: an agent certificate is honoured only while the
+// cluster's registration is approved. A revoked, denied or deleted
+// registration refuses the agent even though its certificate has not
+// expired.
+func (c *Controller) Admit(_ context.Context, cluster string, _ *x509.Certificate) error {
+	if !c.regsSync() {
+		return fmt.Errorf("the plane is still loading registrations; retry in a moment")
+	}
+	reg, err := c.get(cluster)
+	if err != nil {
+		return fmt.Errorf("reading the registration of cluster %s: %w", cluster, err)
+	}
+	if reg == nil {
+		// A certificate the holder of the agent CA key issued by hand
+		// (no registration). A registration that issued certificates
+		// cannot disappear before they expire (its finalizer).
+		return nil
+	}
+	if reg.DeletionTimestamp != nil {
+		return fmt.Errorf("the registration of cluster %s is being deleted; its agent certificates are refused until they expire", cluster)
+	}
+	switch phase := registration.Phase(reg.Status.Conditions); phase {
+	case cellv1alpha1.RegistrationApproved, cellv1alpha1.RegistrationRegistered, cellv1alpha1.RegistrationFailed:
+		return nil
+	default:
+		return fmt.Errorf("the registration of cluster %s is %s; an administrator must approve it (a revoked one must be deleted and the agent must register again)", cluster, phase)
+	}
+}

@@ -1,0 +1,158 @@
+package registration
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+)
+
+// AgentOptions configure Bootstrap and Renew. NewAgentOptions holds the
+// defaults.
+type AgentOptions struct {
+	// ClusterName is the name the cluster registers as (a DNS label).
+	ClusterName string
+	// PlaneKubeconfig holds the plane's address and CA; credentials in it
+	// are ignored (the agent uses the bootstrap token, then its
+	// certificate).
+	PlaneKubeconfig string
+	// BootstrapToken is needed only for the first registration;
+	// BootstrapTokenFile holds it instead.
+	BootstrapToken, BootstrapTokenFile string
+	// StateDir keeps the agent's key and certificate across restarts.
+	StateDir string
+	// Member is the agent's admin access to its own cluster.
+	Member *rest.Config
+	// MemberEndpoint is the URL at which the agent reaches its API server
+	// (default: Member.Host).
+	MemberEndpoint string
+	// MemberNamespace holds the plane's ServiceAccount in the member.
+	MemberNamespace string
+	// MemberTokenTTL is the lifetime asked for the plane's member token; it
+	// is refreshed at every certificate renewal.
+	MemberTokenTTL time.Duration
+	// PollInterval spaces reads of the registration while waiting.
+	PollInterval time.Duration
+	// RenewAfter is the fraction of the certificate's lifetime after which
+	// Renew asks for a new one.
+	RenewAfter float64
+	// RetryInterval spaces retries of a failed renewal.
+	RetryInterval time.Duration
+}
+
+// NewAgentOptions returns the defaults.
+func NewAgentOptions() *AgentOptions {
+	return &AgentOptions{
+		MemberNamespace: DefaultMemberNamespace,
+		MemberTokenTTL:  8760 * time.Hour,
+		PollInterval:    time.Second,
+		RenewAfter:      2.0 / 3.0,
+		RetryInterval:   10 * time.Second,
+	}
+}
+
+// AddFlags registers the registration flags of cellfed-agent. The
+// cluster name and the member's kubeconfig are the agent's own --cluster
+// and --kubeconfig.
+func (o *AgentOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.PlaneKubeconfig, "plane-kubeconfig", o.PlaneKubeconfig, "Kubeconfig with the plane's address and CA (credentials in it are ignored); enables self-registration: the agent registers with --bootstrap-token, then uses and renews the certificate kept in --state-dir. `cellfedctl token create --agent-kubeconfig=<file>` writes one.")
+	fs.StringVar(&o.BootstrapToken, "bootstrap-token", o.BootstrapToken, "Single-use bootstrap token from `cellfedctl token create`; needed only until the registration is approved (prefer --bootstrap-token-file: command lines are visible to other users).")
+	fs.StringVar(&o.BootstrapTokenFile, "bootstrap-token-file", o.BootstrapTokenFile, "File holding the bootstrap token.")
+	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory where the agent keeps its key and certificate (0600) across restarts.")
+	fs.StringVar(&o.MemberEndpoint, "member-endpoint", o.MemberEndpoint, "URL at which the agent reaches its API server, reported to the plane (default: the server of --kubeconfig).")
+	fs.StringVar(&o.MemberNamespace, "member-namespace", o.MemberNamespace, "Namespace of the plane's ServiceAccount in this cluster.")
+	fs.DurationVar(&o.MemberTokenTTL, "member-token-ttl", o.MemberTokenTTL, "Lifetime asked for the plane's member token (refreshed at every certificate renewal).")
+}
+
+// Enabled reports whether self-registration is on.
+func (o *AgentOptions) Enabled() bool { return o.PlaneKubeconfig != "" }
+
+// PlaneCAFile writes the plane's CA from --plane-kubeconfig into the state
+// dir (it also verifies the tunnel hub, which serves the plane's
+// certificate) and returns its path.
+func (o *AgentOptions) PlaneCAFile() (string, error) {
+	base, err := o.planeBase()
+	if err != nil {
+		return "", err
+	}
+	if base.CAFile != "" {
+		return base.CAFile, nil
+	}
+	path := filepath.Join(o.StateDir, "plane-ca.crt")
+	if err := writeFileAtomic(path, base.CAData); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// Validate checks the options; errors name the agent's flags.
+func (o *AgentOptions) Validate() error {
+	var errs []error
+	if o.ClusterName == "" {
+		errs = append(errs, errors.New("--cluster is required: the name this cluster registers as (a DNS label)"))
+	} else if !cellv1alpha1.IsDNSLabel(o.ClusterName) {
+		errs = append(errs, fmt.Errorf("--cluster=%q is not a cluster name; cluster names are DNS labels: lowercase letters, digits and '-', at most 63 characters, no dots", o.ClusterName))
+	}
+	if o.PlaneKubeconfig == "" {
+		errs = append(errs, errors.New("--plane-kubeconfig is required: a kubeconfig with the plane's address and CA (`cellfedctl token create --agent-kubeconfig=<file>` writes one)"))
+	}
+	if o.StateDir == "" {
+		errs = append(errs, errors.New("--state-dir is required: where the agent keeps its key and certificate"))
+	}
+	if o.BootstrapTokenFile != "" {
+		if o.BootstrapToken != "" {
+			errs = append(errs, errors.New("pass --bootstrap-token or --bootstrap-token-file, not both"))
+		} else if b, err := os.ReadFile(o.BootstrapTokenFile); err != nil {
+			errs = append(errs, fmt.Errorf("reading --bootstrap-token-file: %w", err))
+		} else {
+			o.BootstrapToken = strings.TrimSpace(string(b))
+		}
+	}
+	if o.BootstrapToken != "" {
+		if _, err := ParseToken(o.BootstrapToken); err != nil {
+			errs = append(errs, fmt.Errorf("--bootstrap-token: %w", err))
+		}
+	}
+	if !cellv1alpha1.IsDNSLabel(o.MemberNamespace) {
+		errs = append(errs, fmt.Errorf("--member-namespace=%q is not a namespace name", o.MemberNamespace))
+	}
+	if o.MemberTokenTTL < 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--member-token-ttl=%v is too short; the TokenRequest API grants at least 10m", o.MemberTokenTTL))
+	}
+	if o.RenewAfter <= 0 || o.RenewAfter >= 1 {
+		errs = append(errs, fmt.Errorf("the renewal point %v must be between 0 and 1 (a fraction of the certificate's lifetime)", o.RenewAfter))
+	}
+	if o.PollInterval <= 0 || o.RetryInterval <= 0 {
+		errs = append(errs, errors.New("poll and retry intervals must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// CertFile and KeyFile are where the current pair is kept.
+func (o *AgentOptions) CertFile() string { return filepath.Join(o.StateDir, certFile) }
+func (o *AgentOptions) KeyFile() string  { return filepath.Join(o.StateDir, keyFile) }
+
+// planeBase is the plane's address and CA from PlaneKubeconfig, without
+// credentials.
+func (o *AgentOptions) planeBase() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.PlaneKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --plane-kubeconfig %s: %w; `cellfedctl token create --agent-kubeconfig=<file>` writes a usable one", o.PlaneKubeconfig, err)
+	}
+	if cfg.Insecure {
+		return nil, fmt.Errorf("--plane-kubeconfig %s skips TLS verification; give it the plane's CA (certificate-authority-data)", o.PlaneKubeconfig)
+	}
+	if len(cfg.CAData) == 0 && cfg.CAFile == "" {
+		return nil, fmt.Errorf("--plane-kubeconfig %s has no CA for the plane; give it the plane's CA (certificate-authority-data)", o.PlaneKubeconfig)
+	}
+	return &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CAFile: cfg.CAFile, ServerName: cfg.ServerName},
+		Timeout: 15 * time.Second, UserAgent: "cellfed-agent/" + o.ClusterName}, nil
+}

@@ -13,6 +13,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Admitter applies cellfed's admission rules.
@@ -62,7 +63,7 @@ func (a *Admitter) Mutate(r Request) error {
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	for _, key := range []string{cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace} {
+	for _, key := range tenancy.Labels {
 		path := field.NewPath("metadata", "labels").Key(key)
 		want := ns.Labels[key]
 		have, set := lbls[key]
@@ -75,11 +76,9 @@ func (a *Admitter) Mutate(r Request) error {
 				continue
 			}
 		}
-		switch {
-		case want == "" && set:
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("namespace %s is not a tenant workspace (it has no %s label); remove this label, or label the namespace", r.Namespace, key)))
-		case want != "" && set && have != want:
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("objects in namespace %s belong to %s %q, not %q; remove this label, it is set from the namespace", r.Namespace, key, want, have)))
+		switch reason := tenancy.LabelReason(r.Namespace, key, want, have); {
+		case set && reason != "":
+			errs = append(errs, field.Forbidden(path, reason))
 		case want != "":
 			lbls[key] = want
 		}

@@ -20,6 +20,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // cellv1alpha1.CellsResource is core.cellfed.io/v1alpha1 cells.
@@ -261,7 +262,7 @@ func PrintCells(w io.Writer, cells []cellv1alpha1.Cell, withNamespace bool, now 
 func topologyLabels(labels map[string]string) string {
 	var kv []string
 	for k, v := range labels {
-		if k == cellv1alpha1.LabelTenant || k == cellv1alpha1.LabelWorkspace {
+		if tenancy.IsTenancyLabel(k) {
 			continue
 		}
 		kv = append(kv, k+"="+v)

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -31,6 +30,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/memberaccess"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // kubefed.KubeFedClustersResource is core.kubefed.io/v1beta1 kubefedclusters.
@@ -248,8 +248,10 @@ func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 	if err := j.checkArgs(name); err != nil {
 		return err
 	}
-	if j.tenant != "" && len(validation.IsValidLabelValue(j.tenant)) > 0 {
-		return fmt.Errorf("--tenant=%q is not a tenant name; tenants are label values: letters, digits, '-', '_' and '.', at most 63 characters", j.tenant)
+	if j.tenant != "" {
+		if err := tenancy.TenantNameError(j.tenant); err != nil {
+			return fmt.Errorf("--tenant: %w", err)
+		}
 	}
 	mc, err := j.member.load()
 	if err != nil {

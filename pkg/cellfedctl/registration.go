@@ -20,6 +20,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/registration"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 func newRegistrationCommand(o *options) *cobra.Command {
@@ -324,7 +325,7 @@ registrations then wait for 'registration approve' again.`,
 }
 
 func (a *autoApproveOptions) run(ctx context.Context, tenant string) error {
-	if err := registration.TenantError(tenant); err != nil {
+	if err := tenancy.TenantNameError(tenant); err != nil {
 		return err
 	}
 	plane, err := a.planeClients()

@@ -12,6 +12,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Verb is what a plan does with the object on one member.
@@ -257,17 +258,7 @@ func Plan(in Input) (Decision, error) {
 // physical cluster that is shared (no tenant label) or dedicated to the
 // object's tenant. Cluster-scoped objects reach every cluster.
 func inWorkspace(in Input, c Candidate) bool {
-	if in.Namespace == "" {
-		return true
-	}
-	// Names with a dot are per-cell clusters (<namespace>.<cell>);
-	// physical cluster names have none. Split without validating: this
-	// runs for every cluster of every reconcile.
-	if ns, _, isCell := strings.Cut(c.Name, "."); isCell {
-		return ns == in.Namespace
-	}
-	t := c.Labels[cellv1alpha1.LabelTenant]
-	return t == "" || t == in.Tenant
+	return tenancy.MayReach(in.Namespace, in.Tenant, c.Name, c.Labels)
 }
 
 // masked reports whether the plan may act on cluster: there is no mask,

@@ -1,18 +1,20 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
@@ -142,7 +144,18 @@ func resourceOf(r Request) schema.GroupResource { return r.Resource }
 
 // decodeContent converts unstructured content to a typed object.
 func decodeContent(content map[string]any, into any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(content, into)
+	return apis.Decode(content, into)
+}
+
+// decodeErrors reports an object that does not decode: at the field that
+// holds the wrong kind of value when it is known, otherwise at spec.
+func decodeErrors(err error) field.ErrorList {
+	var te *apis.FieldTypeError
+	if errors.As(err, &te) {
+		parts := strings.Split(te.Field, ".")
+		return field.ErrorList{field.Invalid(field.NewPath(parts[0], parts[1:]...), field.OmitValueType{}, te.Detail())}
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, "does not decode: "+err.Error())}
 }
 
 // pinPhysicalSelector gives KubeFed's selectors their cellfed meaning: a
@@ -163,7 +176,7 @@ func pinPhysicalSelector(obj map[string]any) bool {
 	}
 	if labels, ok := sel["matchLabels"].(map[string]any); ok {
 		for k := range labels {
-			if strings.HasPrefix(k, "cellfed.io/") {
+			if strings.HasPrefix(k, placement.ReservedPrefix) {
 				return false
 			}
 		}
@@ -171,7 +184,7 @@ func pinPhysicalSelector(obj map[string]any) bool {
 	exprs, _ := sel["matchExpressions"].([]any)
 	for _, e := range exprs {
 		if m, ok := e.(map[string]any); ok {
-			if k, _ := m["key"].(string); strings.HasPrefix(k, "cellfed.io/") {
+			if k, _ := m["key"].(string); strings.HasPrefix(k, placement.ReservedPrefix) {
 				return false
 			}
 		}

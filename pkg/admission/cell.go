@@ -19,7 +19,7 @@ import (
 func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 	var cell cellv1alpha1.Cell
 	if err := decodeContent(r.Object.Object, &cell); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}, nil
+		return decodeErrors(err), nil
 	}
 	var errs field.ErrorList
 	for _, k := range []string{cellv1alpha1.LabelNamespace, cellv1alpha1.LabelCell, cellv1alpha1.LabelTopologyType} {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -89,7 +90,7 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 	case typesv1beta2.Version:
 		var o typesv1beta2.FederatedObject
 		if err := decodeContent(content, &o); err != nil {
-			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
+			return p, decodeErrors(err)
 		}
 		typ := placement.TopologyType(o.Spec.Placement)
 		pp := spec.Child("placement")
@@ -128,7 +129,7 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 	case typesv1beta1.Version:
 		var o typesv1beta1.FederatedObject
 		if err := decodeContent(content, &o); err != nil {
-			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
+			return p, decodeErrors(err)
 		}
 		pp := spec.Child("placement")
 		p.namesPath = pp.Child("clusters")
@@ -168,7 +169,7 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 	}
 	if p.selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(p.selector); err != nil {
-			p.errs = append(p.errs, field.Invalid(p.selectorPath, p.selector, err.Error()))
+			p.errs = append(p.errs, selectorErrors(p.selector, p.selectorPath, err)...)
 		}
 	}
 	return p, nil
@@ -330,7 +331,7 @@ func validateMetadataValue(path *field.Path, pointer string, raw []byte) field.E
 func metadataEntry(path *field.Path, kind, key string, v any) field.ErrorList {
 	s, ok := v.(string)
 	if !ok {
-		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("metadata.%s[%q] must be a string (quote it, e.g. \"%v\"): a member keeps only strings there", kind, key, v))}
+		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("metadata.%s[%q] must be a string: %s", kind, key, notAString(v)))}
 	}
 	if kind == "labels" {
 		if msgs := validation.IsValidLabelValue(s); len(msgs) > 0 {
@@ -338,6 +339,33 @@ func metadataEntry(path *field.Path, kind, key string, v any) field.ErrorList {
 		}
 	}
 	return nil
+}
+
+// notAString says how to write a non-string value as the string a member
+// keeps in labels and annotations.
+func notAString(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "it is an object; a member keeps only strings there (to keep structured data, write it as one string of JSON)"
+	case []any:
+		return "it is a list; a member keeps only strings there (to keep structured data, write it as one string of JSON)"
+	case nil:
+		return "it is null; give a string, or leave the key out"
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "a member keeps only strings there"
+	}
+	return fmt.Sprintf("quote it, e.g. %q: a member keeps only strings there", string(raw))
+}
+
+// selectorErrors reports a label selector that does not parse, at the
+// requirement that is wrong when apimachinery's validation finds it.
+func selectorErrors(sel *metav1.LabelSelector, path *field.Path, err error) field.ErrorList {
+	if errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path); len(errs) > 0 {
+		return errs
+	}
+	return field.ErrorList{field.Invalid(path, placement.FormatSelector(sel), err.Error())}
 }
 
 // unescapePointer decodes one JSON-pointer token (RFC 6901).
@@ -400,7 +428,7 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 			}
 			mm, ok := m.(map[string]any)
 			if !ok {
-				errs = append(errs, field.Invalid(path.Child("metadata", kind), m, "a map of strings"))
+				errs = append(errs, field.Invalid(path.Child("metadata", kind), m, "must be a map of strings, e.g. {\"key\": \"value\"}"))
 				continue
 			}
 			for _, k := range slices.Sorted(maps.Keys(mm)) {
@@ -601,7 +629,7 @@ func communitySelectorErrors(ns string, sel *metav1.LabelSelector, path *field.P
 		}
 	}
 	if len(errs) == 0 && !topologyAbsent && !(topologyIn && nsPinned) {
-		errs = append(errs, field.Invalid(path, sel.String(), fmt.Sprintf("this selector could match other namespaces' cells (per-cell clusters carry their cells' labels); to select physical clusters add {key: %s, operator: DoesNotExist} to matchExpressions, or select cells with a v1beta2 topologySelector", cellv1alpha1.LabelTopologyType)))
+		errs = append(errs, field.Invalid(path, placement.FormatSelector(sel), fmt.Sprintf("this selector could match other namespaces' cells (per-cell clusters carry their cells' labels); to select physical clusters add {key: %s, operator: DoesNotExist} to matchExpressions, or select cells with a v1beta2 topologySelector", cellv1alpha1.LabelTopologyType)))
 	}
 	return errs
 }

@@ -151,7 +151,7 @@ func enum(path *field.Path, value string, accepted ...string) field.ErrorList {
 func validateTypeConfig(r Request) field.ErrorList {
 	var c fedv1beta1.FederatedTypeConfig
 	if err := decodeContent(r.Object.Object, &c); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		return decodeErrors(err)
 	}
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
@@ -285,7 +285,7 @@ func validateKubeFedClusterSpec(c fedv1beta1.KubeFedCluster) field.ErrorList {
 func validateKubeFedConfig(r Request) field.ErrorList {
 	var c fedv1beta1.KubeFedConfig
 	if err := decodeContent(r.Object.Object, &c); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		return decodeErrors(err)
 	}
 	s := c.Spec
 	spec := field.NewPath("spec")

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
@@ -535,8 +535,8 @@ func clusterSpecContent(s fedv1beta1.KubeFedClusterSpec) map[string]any {
 
 func decodeCluster(u *unstructured.Unstructured) (*fedv1beta1.KubeFedCluster, error) {
 	var c fedv1beta1.KubeFedCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-		return nil, fmt.Errorf("decoding KubeFedCluster %s/%s: %v; fix it with `kubectl -n %s edit kubefedcluster %s`", u.GetNamespace(), u.GetName(), err, u.GetNamespace(), u.GetName())
+	if err := apis.Decode(u.Object, &c); err != nil {
+		return nil, fmt.Errorf("KubeFedCluster %s/%s is malformed: %v; fix it with `kubectl -n %s edit kubefedcluster %s`", u.GetNamespace(), u.GetName(), err, u.GetNamespace(), u.GetName())
 	}
 	return &c, nil
 }

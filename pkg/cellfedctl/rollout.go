@@ -155,7 +155,7 @@ func (t *target) read(ctx context.Context) error {
 func (t *target) use(ctx context.Context, obj *unstructured.Unstructured) error {
 	fed, err := rollout.Decode(obj)
 	if err != nil {
-		return withFix(err, "is the plane newer than this cellfedctl? use the cellfedctl of the plane's release")
+		return withFix(err, "fix it with `kubectl edit "+t.cmdRef()+"`")
 	}
 	set, err := rollout.SettingsOf(obj)
 	if err != nil {

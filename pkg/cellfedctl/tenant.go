@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -330,13 +329,9 @@ func (tl *tenantListOptions) run(ctx context.Context) error {
 	if err != nil {
 		return apiError(err, "listing cells")
 	}
-	var cells []cellv1alpha1.Cell
-	for _, u := range list.Items {
-		var cell cellv1alpha1.Cell
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cell); err != nil {
-			return withFix(fmt.Errorf("decoding cell %s/%s: %w", u.GetNamespace(), u.GetName(), err), "is the plane newer than this cellfedctl? use the cellfedctl of the plane's release")
-		}
-		cells = append(cells, cell)
+	cells, err := decodeCells(list.Items)
+	if err != nil {
+		return err
 	}
 	return PrintWorkspaces(tl.streams.Out, nss.Items, cells)
 }

@@ -398,8 +398,23 @@ func specOf(obj map[string]any) (spec map[string]any, attach func(), err error) 
 			}
 		}, nil
 	default:
-		return nil, nil, fmt.Errorf(".spec must be an object, got %T", v)
+		return nil, nil, fmt.Errorf("spec must be an object, not %s", kindOf(v))
 	}
+}
+
+// kindOf names the kind of a JSON value for people.
+func kindOf(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "true or false"
+	case int64, float64, int, int32, float32:
+		return "a number"
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // pick copies the named keys of m (shallowly) into a new map.

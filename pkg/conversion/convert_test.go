@@ -530,3 +530,21 @@ func FuzzReview(f *testing.F) {
 		}
 	})
 }
+
+func TestSpecNotAnObject(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec any
+		want string
+	}{
+		{"a list", []any{"x"}, "spec must be an object, not a list"},
+		{"a string", "x", "spec must be an object, not a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := map[string]any{"apiVersion": apiVersionV1beta2, "spec": tc.spec}
+			if err := Convert(o, apiVersionV1beta1); err == nil || err.Error() != tc.want {
+				t.Errorf("Convert error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -139,4 +140,24 @@ func Topologies(p typesv1beta2.Placement, candidates []Topology) ([]string, erro
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// FormatSelector writes a label selector for people: in kubectl's syntax
+// (region=eu,zone in (a,b)), {} for the empty selector (which selects
+// everything), and as JSON when it does not parse.
+func FormatSelector(ls *metav1.LabelSelector) string {
+	if ls == nil {
+		return "<none>"
+	}
+	if len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0 {
+		return "{}"
+	}
+	if _, err := metav1.LabelSelectorAsSelector(ls); err != nil {
+		raw, err := json.Marshal(ls)
+		if err != nil {
+			return metav1.FormatLabelSelector(ls)
+		}
+		return string(raw)
+	}
+	return metav1.FormatLabelSelector(ls)
 }

@@ -100,3 +100,22 @@ func TestMaskWriteRead(t *testing.T) {
 		t.Errorf("after RemoveMask: MaskClusters = %v, %v; want no mask", got, ok)
 	}
 }
+
+func TestFormatSelector(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ls   *metav1.LabelSelector
+		want string
+	}{
+		{"nil", nil, "<none>"},
+		{"empty: everything", &metav1.LabelSelector{}, "{}"},
+		{"labels and expressions", &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}, "region=eu,zone in (a,b)"},
+		{"does not parse: JSON", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: "Bogus"}}}, `{"matchExpressions":[{"key":"zone","operator":"Bogus"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FormatSelector(tc.ls); got != tc.want {
+				t.Errorf("FormatSelector = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

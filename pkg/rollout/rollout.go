@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/placement"
 )
@@ -201,8 +201,8 @@ func End(obj *unstructured.Unstructured, state, message string) {
 // Decode reads the v1beta2 shape of a federated object.
 func Decode(obj *unstructured.Unstructured) (*typesv1beta2.FederatedObject, error) {
 	var fed typesv1beta2.FederatedObject
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &fed); err != nil {
-		return nil, fmt.Errorf("decoding %s %s: %w", obj.GetKind(), objectName(obj), err)
+	if err := apis.Decode(obj.Object, &fed); err != nil {
+		return nil, fmt.Errorf("%s %s is malformed: %w", obj.GetKind(), objectName(obj), err)
 	}
 	return &fed, nil
 }

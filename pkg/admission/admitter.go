@@ -1,18 +1,21 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/placement"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Admitter applies cellfed's admission rules.
@@ -62,7 +65,7 @@ func (a *Admitter) Mutate(r Request) error {
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	for _, key := range []string{cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace} {
+	for _, key := range tenancy.Labels {
 		path := field.NewPath("metadata", "labels").Key(key)
 		want := ns.Labels[key]
 		have, set := lbls[key]
@@ -75,11 +78,9 @@ func (a *Admitter) Mutate(r Request) error {
 				continue
 			}
 		}
-		switch {
-		case want == "" && set:
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("namespace %s is not a tenant workspace (it has no %s label); remove this label, or label the namespace", r.Namespace, key)))
-		case want != "" && set && have != want:
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("objects in namespace %s belong to %s %q, not %q; remove this label, it is set from the namespace", r.Namespace, key, want, have)))
+		switch reason := tenancy.LabelReason(r.Namespace, key, want, have); {
+		case set && reason != "":
+			errs = append(errs, field.Forbidden(path, reason))
 		case want != "":
 			lbls[key] = want
 		}
@@ -143,7 +144,18 @@ func resourceOf(r Request) schema.GroupResource { return r.Resource }
 
 // decodeContent converts unstructured content to a typed object.
 func decodeContent(content map[string]any, into any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(content, into)
+	return apis.Decode(content, into)
+}
+
+// decodeErrors reports an object that does not decode: at the field that
+// holds the wrong kind of value when it is known, otherwise at spec.
+func decodeErrors(err error) field.ErrorList {
+	var te *apis.FieldTypeError
+	if errors.As(err, &te) {
+		parts := strings.Split(te.Field, ".")
+		return field.ErrorList{field.Invalid(field.NewPath(parts[0], parts[1:]...), field.OmitValueType{}, te.Detail())}
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, "does not decode: "+err.Error())}
 }
 
 // pinPhysicalSelector gives KubeFed's selectors their cellfed meaning: a
@@ -164,7 +176,7 @@ func pinPhysicalSelector(obj map[string]any) bool {
 	}
 	if labels, ok := sel["matchLabels"].(map[string]any); ok {
 		for k := range labels {
-			if strings.HasPrefix(k, "cellfed.io/") {
+			if strings.HasPrefix(k, placement.ReservedPrefix) {
 				return false
 			}
 		}
@@ -172,7 +184,7 @@ func pinPhysicalSelector(obj map[string]any) bool {
 	exprs, _ := sel["matchExpressions"].([]any)
 	for _, e := range exprs {
 		if m, ok := e.(map[string]any); ok {
-			if k, _ := m["key"].(string); strings.HasPrefix(k, "cellfed.io/") {
+			if k, _ := m["key"].(string); strings.HasPrefix(k, placement.ReservedPrefix) {
 				return false
 			}
 		}

@@ -272,6 +272,12 @@ func checkOutcome(t *testing.T, err error, want outcome, msgs []string) {
 			t.Errorf("message lacks %q:\n%s", m, err.Error())
 		}
 	}
+	// Messages are for people: no Go values or converter internals.
+	for _, leak := range []string{"&LabelSelector", "map[", "[]interface", "cannot restore", "cannot convert", "Go struct"} {
+		if strings.Contains(err.Error(), leak) {
+			t.Errorf("message shows Go internals (%q):\n%s", leak, err.Error())
+		}
+	}
 }
 
 // Validate.
@@ -666,7 +672,13 @@ overrides:
     - {key: zone, operator: Near, values: [z1]}
 `),
 			want: invalid,
-			msgs: []string{"spec.placement.topologySelector"},
+			msgs: []string{`spec.placement.topologySelector.matchExpressions[0].operator: Invalid value: "Near"`},
+		},
+		{
+			name: "placement topologies given a string",
+			obj:  v2("placement: {topologies: rz00a}\n"),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies: Invalid value: must be a list, not a string"},
 		},
 		{
 			name: "unknown version",
@@ -731,13 +743,13 @@ overrides:
 			name: "annotations replaced with a non-string value",
 			obj:  withOverride("- {op: add, path: /metadata/annotations, value: {replicas: 3}}\n"),
 			want: invalid,
-			msgs: []string{"spec.overrides[0].clusterOverrides[0].value", `metadata.annotations["replicas"] must be a string`},
+			msgs: []string{"spec.overrides[0].clusterOverrides[0].value", `metadata.annotations["replicas"] must be a string: quote it, e.g. "3"`},
 		},
 		{
 			name: "an annotation given a number",
 			obj:  withOverride("- {path: /metadata/annotations/example.com~1n, value: 3}\n"),
 			want: invalid,
-			msgs: []string{`metadata.annotations["example.com/n"] must be a string`},
+			msgs: []string{`metadata.annotations["example.com/n"] must be a string: quote it, e.g. "3"`},
 		},
 		{
 			name: "annotations given a list",
@@ -935,7 +947,7 @@ func TestValidateFederatedV1beta1(t *testing.T) {
   clusterSelector: {matchLabels: {zone: z1}}
 `),
 			want: invalid,
-			msgs: []string{"spec.placement.clusterSelector", "other namespaces' cells", "DoesNotExist"},
+			msgs: []string{`spec.placement.clusterSelector: Invalid value: "zone=z1"`, "other namespaces' cells", "DoesNotExist"},
 		},
 		{
 			name: "selector of physical clusters only",

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // validateCell: Cells live in tenant workspaces, are named by DNS labels
@@ -18,7 +19,7 @@ import (
 func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 	var cell cellv1alpha1.Cell
 	if err := decodeContent(r.Object.Object, &cell); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}, nil
+		return decodeErrors(err), nil
 	}
 	var errs field.ErrorList
 	for _, k := range []string{cellv1alpha1.LabelNamespace, cellv1alpha1.LabelCell, cellv1alpha1.LabelTopologyType} {
@@ -33,8 +34,8 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", r.Namespace, err)
 	}
-	if ns != nil && (ns.Labels[cellv1alpha1.LabelTenant] == "" || ns.Labels[cellv1alpha1.LabelWorkspace] == "") {
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf("cells live in tenant workspaces; make %s one with: kubectl label namespace %s %s=<tenant> %s=<workspace>", r.Namespace, r.Namespace, cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace)))
+	if ns != nil && !tenancy.IsWorkspace(ns.Labels) {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), tenancy.NotWorkspaceReason(r.Namespace)))
 	}
 	path := field.NewPath("spec", "cluster")
 	switch {
@@ -56,9 +57,8 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 			errs = append(errs, field.Invalid(path, cell.Spec.Cluster, fmt.Sprintf("KubeFedCluster %q does not exist in namespace %s; register the cluster first (kubectl -n %s get kubefedclusters lists the registered ones)", cell.Spec.Cluster, a.FederationNamespace, a.FederationNamespace)))
 			break
 		}
-		if owner := clusterLabels[cellv1alpha1.LabelTenant]; owner != "" && ns != nil && ns.Labels[cellv1alpha1.LabelTenant] != owner {
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("cluster %q is dedicated to tenant %q (its label %s=%s), and namespace %s belongs to tenant %q; place the cell on a shared cluster or one dedicated to %q",
-				cell.Spec.Cluster, owner, cellv1alpha1.LabelTenant, owner, r.Namespace, ns.Labels[cellv1alpha1.LabelTenant], ns.Labels[cellv1alpha1.LabelTenant])))
+		if ns != nil && !tenancy.MayUse(tenancy.TenantOf(ns.Labels), clusterLabels) {
+			errs = append(errs, field.Forbidden(path, tenancy.DedicatedReason(cell.Spec.Cluster, tenancy.TenantOf(clusterLabels), r.Namespace, tenancy.TenantOf(ns.Labels))))
 		}
 	}
 	return errs, nil
@@ -67,11 +67,11 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 // validateDedication refuses to dedicate a physical cluster to a tenant
 // (label cellfed.io/tenant) while other tenants' Cells use it.
 func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
-	owner := r.Object.GetLabels()[cellv1alpha1.LabelTenant]
+	owner := tenancy.TenantOf(r.Object.GetLabels())
 	if owner == "" || strings.Contains(r.Name, ".") {
 		return nil, nil
 	}
-	if r.Operation == Update && r.OldObject != nil && r.OldObject.GetLabels()[cellv1alpha1.LabelTenant] == owner {
+	if r.Operation == Update && r.OldObject != nil && tenancy.TenantOf(r.OldObject.GetLabels()) == owner {
 		return nil, nil
 	}
 	cells, err := a.Lookup.CellsOnCluster(r.Name)
@@ -86,7 +86,7 @@ func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
 		}
 		t := ""
 		if ns != nil {
-			t = ns.Labels[cellv1alpha1.LabelTenant]
+			t = tenancy.TenantOf(ns.Labels)
 		}
 		if t != owner {
 			others = append(others, fmt.Sprintf("%s/%s (tenant %q)", c.Namespace, c.Name, t))
@@ -143,10 +143,5 @@ func (a *Admitter) validateNamespaceTenancy(r Request) (field.ErrorList, error) 
 // tenancyChanged reports whether an update changes or removes a tenancy
 // label.
 func tenancyChanged(old, cur *unstructured.Unstructured) bool {
-	for _, k := range []string{cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace} {
-		if old.GetLabels()[k] != cur.GetLabels()[k] {
-			return true
-		}
-	}
-	return false
+	return tenancy.Changed(old.GetLabels(), cur.GetLabels())
 }

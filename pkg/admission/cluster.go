@@ -18,7 +18,7 @@ import (
 func (a *Admitter) validateCluster(r Request) field.ErrorList {
 	var c fedv1beta1.KubeFedCluster
 	if err := decodeContent(r.Object.Object, &c); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		return decodeErrors(err)
 	}
 	errs := validateKubeFedClusterSpec(c)
 	spec := field.NewPath("spec")

@@ -10,17 +10,17 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
-	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/conversion"
+	"github.com/cellfed/cellfed/pkg/placement"
 )
 
 // ForbiddenOverridePaths cannot be overridden: they identify the object.
@@ -32,9 +32,9 @@ type name struct {
 	path  *field.Path
 }
 
-// placement is a federated object's placement in either version, in terms
+// placed is a federated object's placement in either version, in terms
 // admission checks: which cells (of this namespace) and which clusters.
-type placement struct {
+type placed struct {
 	cells, clusters []name // placed by name
 	namesPath       *field.Path
 	selector        *metav1.LabelSelector
@@ -70,7 +70,7 @@ func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
 	if r.Object.GetDeletionTimestamp() != nil {
 		return nil, nil // an object being deleted may refer to cells that are gone
 	}
-	var old *placement
+	var old *placed
 	if r.Operation == Update && r.OldObject != nil {
 		o, oErrs := readPlacement(r.Namespace, r.OldObject.Object)
 		if oErrs == nil {
@@ -81,21 +81,18 @@ func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
 }
 
 // readPlacement decodes the version-specific placement of an object.
-func readPlacement(ns string, content map[string]any) (placement, field.ErrorList) {
+func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) {
 	spec := field.NewPath("spec")
 	apiVersion, _ := content["apiVersion"].(string)
 	gv, _ := schema.ParseGroupVersion(apiVersion)
-	var p placement
+	var p placed
 	switch gv.Version {
 	case typesv1beta2.Version:
 		var o typesv1beta2.FederatedObject
 		if err := decodeContent(content, &o); err != nil {
-			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
+			return p, decodeErrors(err)
 		}
-		typ := o.Spec.Placement.TopologyType
-		if typ == "" {
-			typ = typesv1beta2.TopologyCell
-		}
+		typ := placement.TopologyType(o.Spec.Placement)
 		pp := spec.Child("placement")
 		p.namesPath = pp.Child("topologies")
 		for i, t := range o.Spec.Placement.Topologies {
@@ -109,10 +106,8 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 		p.selector, p.selectorPath = o.Spec.Placement.TopologySelector, pp.Child("topologySelector")
 		p.selectsCells = typ == typesv1beta2.TopologyCell
 		if p.selector != nil {
-			for _, key := range selectorKeys(p.selector) {
-				if strings.HasPrefix(key, "cellfed.io/") {
-					p.errs = append(p.errs, field.Invalid(p.selectorPath, key, "cellfed.io/ labels are reserved: they pin the selector to this namespace's cells and are added for you; select on the Cells' own labels"))
-				}
+			for _, key := range placement.ReservedKeys(p.selector) {
+				p.errs = append(p.errs, field.Invalid(p.selectorPath, key, "cellfed.io/ labels are reserved: they pin the selector to this namespace's cells and are added for you; select on the Cells' own labels"))
 			}
 		}
 		if o.Spec.PlacementMask != nil {
@@ -134,7 +129,7 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 	case typesv1beta1.Version:
 		var o typesv1beta1.FederatedObject
 		if err := decodeContent(content, &o); err != nil {
-			return p, field.ErrorList{field.Invalid(spec, "", err.Error())}
+			return p, decodeErrors(err)
 		}
 		pp := spec.Child("placement")
 		p.namesPath = pp.Child("clusters")
@@ -174,7 +169,7 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 	}
 	if p.selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(p.selector); err != nil {
-			p.errs = append(p.errs, field.Invalid(p.selectorPath, p.selector, err.Error()))
+			p.errs = append(p.errs, selectorErrors(p.selector, p.selectorPath, err)...)
 		}
 	}
 	return p, nil
@@ -184,35 +179,16 @@ func readPlacement(ns string, content map[string]any) (placement, field.ErrorLis
 // conversion annotation, when its v1beta2 view shows it (the stash
 // still matches the placement), and checks it as a v1beta2 mask: a
 // mask is valid however it is written.
-func stashedMask(ns string, content map[string]any, p *placement) {
-	md, _ := content["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	stash, ok := ann[conversion.AnnotationV1beta2Spec].(string)
+func stashedMask(ns string, content map[string]any, p *placed) {
+	v2, ok := conversion.StashedV1beta2Spec(content)
 	if !ok {
 		return
 	}
-	spec, _ := content["spec"].(map[string]any)
-	view := map[string]any{
-		"apiVersion": types.GroupName + "/" + typesv1beta1.Version,
-		"metadata":   map[string]any{"namespace": ns, "annotations": map[string]any{conversion.AnnotationV1beta2Spec: stash}},
-		"spec":       map[string]any{},
-	}
-	for _, k := range []string{"placement", "overrides"} {
-		if v, ok := spec[k]; ok {
-			view["spec"].(map[string]any)[k] = runtime.DeepCopyJSONValue(v)
-		}
-	}
-	if err := conversion.Convert(view, types.GroupName+"/"+typesv1beta2.Version); err != nil {
-		return
-	}
 	var o typesv1beta2.FederatedObject
-	if err := decodeContent(view, &o); err != nil || o.Spec.PlacementMask == nil {
+	if err := decodeContent(map[string]any{"spec": v2}, &o); err != nil || o.Spec.PlacementMask == nil {
 		return
 	}
-	typ := o.Spec.Placement.TopologyType
-	if typ == "" {
-		typ = typesv1beta2.TopologyCell
-	}
+	typ := placement.TopologyType(o.Spec.Placement)
 	path := field.NewPath("metadata", "annotations").Key(conversion.AnnotationV1beta2Spec).Child("placementMask", "topologies")
 	for i, t := range o.Spec.PlacementMask.Topologies {
 		p.mask = append(p.mask, name{t.Name, path.Index(i).Child("name")})
@@ -223,7 +199,7 @@ func stashedMask(ns string, content map[string]any, p *placement) {
 
 // validNames checks v1beta2 topology names and their uniqueness in each
 // list.
-func validNames(p *placement, typ typesv1beta2.TopologyType, lists ...[]name) {
+func validNames(p *placed, typ typesv1beta2.TopologyType, lists ...[]name) {
 	for _, list := range lists {
 		for _, n := range list {
 			switch {
@@ -355,7 +331,7 @@ func validateMetadataValue(path *field.Path, pointer string, raw []byte) field.E
 func metadataEntry(path *field.Path, kind, key string, v any) field.ErrorList {
 	s, ok := v.(string)
 	if !ok {
-		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("metadata.%s[%q] must be a string (quote it, e.g. \"%v\"): a member keeps only strings there", kind, key, v))}
+		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf("metadata.%s[%q] must be a string: %s", kind, key, notAString(v)))}
 	}
 	if kind == "labels" {
 		if msgs := validation.IsValidLabelValue(s); len(msgs) > 0 {
@@ -363,6 +339,33 @@ func metadataEntry(path *field.Path, kind, key string, v any) field.ErrorList {
 		}
 	}
 	return nil
+}
+
+// notAString says how to write a non-string value as the string a member
+// keeps in labels and annotations.
+func notAString(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "it is an object; a member keeps only strings there (to keep structured data, write it as one string of JSON)"
+	case []any:
+		return "it is a list; a member keeps only strings there (to keep structured data, write it as one string of JSON)"
+	case nil:
+		return "it is null; give a string, or leave the key out"
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "a member keeps only strings there"
+	}
+	return fmt.Sprintf("quote it, e.g. %q: a member keeps only strings there", string(raw))
+}
+
+// selectorErrors reports a label selector that does not parse, at the
+// requirement that is wrong when apimachinery's validation finds it.
+func selectorErrors(sel *metav1.LabelSelector, path *field.Path, err error) field.ErrorList {
+	if errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path); len(errs) > 0 {
+		return errs
+	}
+	return field.ErrorList{field.Invalid(path, placement.FormatSelector(sel), err.Error())}
 }
 
 // unescapePointer decodes one JSON-pointer token (RFC 6901).
@@ -425,7 +428,7 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 			}
 			mm, ok := m.(map[string]any)
 			if !ok {
-				errs = append(errs, field.Invalid(path.Child("metadata", kind), m, "a map of strings"))
+				errs = append(errs, field.Invalid(path.Child("metadata", kind), m, "must be a map of strings, e.g. {\"key\": \"value\"}"))
 				continue
 			}
 			for _, k := range slices.Sorted(maps.Keys(mm)) {
@@ -464,7 +467,7 @@ func templateChanged(r Request) bool {
 // that no two placed cells share a physical cluster. On update only what
 // changed is checked, so an object whose cell was removed can still be
 // updated (status, finalizers) and deleted.
-func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (field.ErrorList, error) {
+func (a *Admitter) validateCellsExist(ns string, p placed, old *placed) (field.ErrorList, error) {
 	var errs field.ErrorList
 	oldCells := sets.New[string]()
 	if old != nil {
@@ -550,7 +553,7 @@ func (a *Admitter) validateCellsExist(ns string, p placement, old *placement) (f
 // by name or matched by the cell selector now; a cluster mask is checked
 // against clusters placed by name (a cluster selector is evaluated by the
 // controller, which acts on placement ∩ mask whatever the mask says).
-func maskOutsidePlacement(p placement, placed map[string]*cellv1alpha1.Cell) field.ErrorList {
+func maskOutsidePlacement(p placed, placed map[string]*cellv1alpha1.Cell) field.ErrorList {
 	var errs field.ErrorList
 	clusters := sets.New(values(p.clusters)...)
 	for _, n := range p.mask {
@@ -579,15 +582,15 @@ func values(list []name) []string {
 	return out
 }
 
-func samePlacement(a, b placement) bool {
-	names := func(p placement) string {
+func samePlacement(a, b placed) bool {
+	names := func(p placed) string {
 		var s []string
 		for _, n := range p.cells {
 			s = append(s, n.value)
 		}
 		return strings.Join(s, ",")
 	}
-	selector := func(p placement) string {
+	selector := func(p placed) string {
 		if p.selector == nil {
 			return ""
 		}
@@ -626,19 +629,7 @@ func communitySelectorErrors(ns string, sel *metav1.LabelSelector, path *field.P
 		}
 	}
 	if len(errs) == 0 && !topologyAbsent && !(topologyIn && nsPinned) {
-		errs = append(errs, field.Invalid(path, sel.String(), fmt.Sprintf("this selector could match other namespaces' cells (per-cell clusters carry their cells' labels); to select physical clusters add {key: %s, operator: DoesNotExist} to matchExpressions, or select cells with a v1beta2 topologySelector", cellv1alpha1.LabelTopologyType)))
+		errs = append(errs, field.Invalid(path, placement.FormatSelector(sel), fmt.Sprintf("this selector could match other namespaces' cells (per-cell clusters carry their cells' labels); to select physical clusters add {key: %s, operator: DoesNotExist} to matchExpressions, or select cells with a v1beta2 topologySelector", cellv1alpha1.LabelTopologyType)))
 	}
 	return errs
-}
-
-func selectorKeys(sel *metav1.LabelSelector) []string {
-	var keys []string
-	for k := range sel.MatchLabels {
-		keys = append(keys, k)
-	}
-	for _, e := range sel.MatchExpressions {
-		keys = append(keys, e.Key)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
-	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/annotationrules"
 )
 
 // KubeFed's admission for its own objects (its webhook in
@@ -151,7 +151,7 @@ func enum(path *field.Path, value string, accepted ...string) field.ErrorList {
 func validateTypeConfig(r Request) field.ErrorList {
 	var c fedv1beta1.FederatedTypeConfig
 	if err := decodeContent(r.Object.Object, &c); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		return decodeErrors(err)
 	}
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
@@ -172,13 +172,13 @@ func validateTypeConfig(r Request) field.ErrorList {
 	if c.Spec.StatusCollection != nil {
 		errs = append(errs, enum(spec.Child("statusCollection"), string(*c.Spec.StatusCollection), string(fedv1beta1.StatusCollectionEnabled), string(fedv1beta1.StatusCollectionDisabled))...)
 	}
-	return append(errs, validatePropagatingAnnotations(spec.Child(federatedtypes.PropagatingAnnotationsField), r.Object.Object)...)
+	return append(errs, validatePropagatingAnnotations(spec.Child(annotationrules.Field), r.Object.Object)...)
 }
 
 // validatePropagatingAnnotations checks cellfed's extension of the
 // FederatedTypeConfig: a list of annotation key patterns, each once.
 func validatePropagatingAnnotations(path *field.Path, content map[string]any) field.ErrorList {
-	raw, found, _ := unstructured.NestedFieldNoCopy(content, "spec", federatedtypes.PropagatingAnnotationsField)
+	raw, found, _ := unstructured.NestedFieldNoCopy(content, "spec", annotationrules.Field)
 	if !found || raw == nil {
 		return nil
 	}
@@ -194,7 +194,7 @@ func validatePropagatingAnnotations(path *field.Path, content map[string]any) fi
 			errs = append(errs, field.Invalid(path.Index(i), v, "must be a string"))
 			continue
 		}
-		if err := federatedtypes.ValidateKeyPattern(p); err != nil {
+		if err := annotationrules.ValidatePattern(p); err != nil {
 			errs = append(errs, field.Invalid(path.Index(i), p, err.Error()))
 		}
 		if seen[p] {
@@ -285,7 +285,7 @@ func validateKubeFedClusterSpec(c fedv1beta1.KubeFedCluster) field.ErrorList {
 func validateKubeFedConfig(r Request) field.ErrorList {
 	var c fedv1beta1.KubeFedConfig
 	if err := decodeContent(r.Object.Object, &c); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		return decodeErrors(err)
 	}
 	s := c.Spec
 	spec := field.NewPath("spec")

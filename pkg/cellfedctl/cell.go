@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // cellv1alpha1.CellsResource is core.cellfed.io/v1alpha1 cells.
@@ -206,13 +208,9 @@ func (cl *cellListOptions) run(ctx context.Context) error {
 		}
 		return apiError(err, "listing cells in "+where)
 	}
-	var items []cellv1alpha1.Cell
-	for _, u := range list.Items {
-		var cell cellv1alpha1.Cell
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cell); err != nil {
-			return withFix(fmt.Errorf("decoding cell %s/%s: %w", u.GetNamespace(), u.GetName(), err), "is the plane newer than this cellfedctl? use the cellfedctl of the plane's release")
-		}
-		items = append(items, cell)
+	items, err := decodeCells(list.Items)
+	if err != nil {
+		return err
 	}
 	if len(items) == 0 {
 		if cl.allNamespaces {
@@ -261,7 +259,7 @@ func PrintCells(w io.Writer, cells []cellv1alpha1.Cell, withNamespace bool, now 
 func topologyLabels(labels map[string]string) string {
 	var kv []string
 	for k, v := range labels {
-		if k == cellv1alpha1.LabelTenant || k == cellv1alpha1.LabelWorkspace {
+		if tenancy.IsTenancyLabel(k) {
 			continue
 		}
 		kv = append(kv, k+"="+v)
@@ -327,4 +325,20 @@ func deleteCells(ctx context.Context, o *options, names []string) error {
 		return fmt.Errorf("%s %s not found; list the cells with `%s cell list -n %s`", what, strings.Join(missing, ", "), o.name, ns)
 	}
 	return nil
+}
+
+// decodeCells converts listed cells. A Cell that does not decode is
+// malformed (admission checks Cells against the types this cellfedctl
+// knows): say which field is wrong and how to fix it.
+func decodeCells(items []unstructured.Unstructured) ([]cellv1alpha1.Cell, error) {
+	cells := make([]cellv1alpha1.Cell, 0, len(items))
+	for _, u := range items {
+		var cell cellv1alpha1.Cell
+		if err := apis.Decode(u.Object, &cell); err != nil {
+			return nil, withFix(fmt.Errorf("cell %s/%s is malformed: %w", u.GetNamespace(), u.GetName(), err),
+				fmt.Sprintf("fix it with `kubectl edit cells.%s %s -n %s`", cellv1alpha1.GroupName, u.GetName(), u.GetNamespace()))
+		}
+		cells = append(cells, cell)
+	}
+	return cells, nil
 }

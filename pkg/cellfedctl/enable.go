@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cellfed/cellfed/pkg/annotationrules"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
@@ -107,7 +108,7 @@ func (e *enableOptions) run(ctx context.Context, arg string) error {
 	if e.annotationsSet {
 		annotations = []string{}
 		for _, p := range e.annotations {
-			if err := federatedtypes.ValidateKeyPattern(p); err != nil {
+			if err := annotationrules.ValidatePattern(p); err != nil {
 				return withFix(fmt.Errorf("--propagate-annotations: %w", err), "pass comma-separated annotation keys in which * matches anything")
 			}
 			annotations = append(annotations, p)

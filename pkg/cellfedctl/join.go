@@ -18,8 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -27,10 +25,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/memberaccess"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // kubefed.KubeFedClustersResource is core.kubefed.io/v1beta1 kubefedclusters.
@@ -248,8 +248,10 @@ func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 	if err := j.checkArgs(name); err != nil {
 		return err
 	}
-	if j.tenant != "" && len(validation.IsValidLabelValue(j.tenant)) > 0 {
-		return fmt.Errorf("--tenant=%q is not a tenant name; tenants are label values: letters, digits, '-', '_' and '.', at most 63 characters", j.tenant)
+	if j.tenant != "" {
+		if err := tenancy.TenantNameError(j.tenant); err != nil {
+			return fmt.Errorf("--tenant: %w", err)
+		}
 	}
 	mc, err := j.member.load()
 	if err != nil {
@@ -533,8 +535,8 @@ func clusterSpecContent(s fedv1beta1.KubeFedClusterSpec) map[string]any {
 
 func decodeCluster(u *unstructured.Unstructured) (*fedv1beta1.KubeFedCluster, error) {
 	var c fedv1beta1.KubeFedCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-		return nil, fmt.Errorf("decoding KubeFedCluster %s/%s: %v; fix it with `kubectl -n %s edit kubefedcluster %s`", u.GetNamespace(), u.GetName(), err, u.GetNamespace(), u.GetName())
+	if err := apis.Decode(u.Object, &c); err != nil {
+		return nil, fmt.Errorf("KubeFedCluster %s/%s is malformed: %v; fix it with `kubectl -n %s edit kubefedcluster %s`", u.GetNamespace(), u.GetName(), err, u.GetNamespace(), u.GetName())
 	}
 	return &c, nil
 }

@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/registration"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 func newRegistrationCommand(o *options) *cobra.Command {
@@ -109,8 +111,8 @@ func dash(s string) string {
 
 func decodeRegistration(u *unstructured.Unstructured) (*cellv1alpha1.ClusterRegistration, error) {
 	var r cellv1alpha1.ClusterRegistration
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
-		return nil, fmt.Errorf("decoding ClusterRegistration %s: %v; inspect it with `kubectl get clusterregistration %s -o yaml`", u.GetName(), err, u.GetName())
+	if err := apis.Decode(u.Object, &r); err != nil {
+		return nil, fmt.Errorf("ClusterRegistration %s is malformed: %v; inspect it with `kubectl get clusterregistration %s -o yaml`", u.GetName(), err, u.GetName())
 	}
 	return &r, nil
 }
@@ -324,7 +326,7 @@ registrations then wait for 'registration approve' again.`,
 }
 
 func (a *autoApproveOptions) run(ctx context.Context, tenant string) error {
-	if err := registration.TenantError(tenant); err != nil {
+	if err := tenancy.TenantNameError(tenant); err != nil {
 		return err
 	}
 	plane, err := a.planeClients()

@@ -17,6 +17,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -154,19 +155,19 @@ func (t *target) read(ctx context.Context) error {
 func (t *target) use(ctx context.Context, obj *unstructured.Unstructured) error {
 	fed, err := rollout.Decode(obj)
 	if err != nil {
-		return withFix(err, "is the plane newer than this cellfedctl? use the cellfedctl of the plane's release")
+		return withFix(err, "fix it with `kubectl edit "+t.cmdRef()+"`")
 	}
 	set, err := rollout.SettingsOf(obj)
 	if err != nil {
 		return withFix(fmt.Errorf("%s: %w", t.ref(), err), "fix or remove the annotation with `kubectl annotate`")
 	}
-	var candidates []rollout.Candidate
+	var candidates []placement.Topology
 	if fed.Spec.Placement.TopologySelector != nil {
 		if candidates, err = t.candidates(ctx, fed); err != nil {
 			return err
 		}
 	}
-	placed, err := rollout.Placed(fed, candidates)
+	placed, err := placement.Topologies(fed.Spec.Placement, candidates)
 	if err != nil {
 		return withFix(fmt.Errorf("%s: %w", t.ref(), err), "fix the placement")
 	}
@@ -176,15 +177,15 @@ func (t *target) use(ctx context.Context, obj *unstructured.Unstructured) error 
 
 // candidates are what a selector placement chooses from: the Cells of
 // the namespace, or the physical KubeFedClusters.
-func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObject) ([]rollout.Candidate, error) {
-	if rollout.TopologyType(fed) == typesv1beta2.TopologyCell {
+func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObject) ([]placement.Topology, error) {
+	if placement.TopologyType(fed.Spec.Placement) == typesv1beta2.TopologyCell {
 		list, err := t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, apiError(err, "listing the cells of namespace "+t.ns)
 		}
-		out := make([]rollout.Candidate, 0, len(list.Items))
+		out := make([]placement.Topology, 0, len(list.Items))
 		for _, c := range list.Items {
-			out = append(out, rollout.Candidate{Name: c.GetName(), Labels: c.GetLabels()})
+			out = append(out, placement.Topology{Name: c.GetName(), Labels: c.GetLabels()})
 		}
 		return out, nil
 	}
@@ -192,17 +193,17 @@ func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObje
 	if err != nil {
 		return nil, apiError(err, "listing KubeFedClusters")
 	}
-	var out []rollout.Candidate
+	var out []placement.Topology
 	for _, c := range list.Items {
 		if !strings.Contains(c.GetName(), ".") { // physical clusters only
-			out = append(out, rollout.Candidate{Name: c.GetName(), Labels: c.GetLabels()})
+			out = append(out, placement.Topology{Name: c.GetName(), Labels: c.GetLabels()})
 		}
 	}
 	return out, nil
 }
 
 // mask is the object's mask (nil: none).
-func (t *target) mask() []string { return rollout.Mask(t.fed) }
+func (t *target) mask() []string { return placement.Mask(t.fed) }
 
 // rows are the placed cells' rows.
 func (t *target) rows() []rollout.Row { return rollout.Rows(t.fed, t.placed) }
@@ -213,7 +214,7 @@ func (t *target) checkCells(ctx context.Context, cells []string) error {
 		if slices.Contains(t.placed, cell) {
 			continue
 		}
-		if rollout.TopologyType(t.fed) == typesv1beta2.TopologyCell {
+		if placement.TopologyType(t.fed.Spec.Placement) == typesv1beta2.TopologyCell {
 			_, err := t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).Get(ctx, cell, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return t.errorf("unknown cell %q: namespace %s has no such Cell; name placed cells of %s (%s), list the cells with `cellfedctl cell list -n %s`",
@@ -224,7 +225,7 @@ func (t *target) checkCells(ctx context.Context, cells []string) error {
 			}
 		}
 		return fmt.Errorf("%s %q is not placed: %s is placed on %s; name placed ones, or add it to spec.placement first",
-			rollout.TopologyType(t.fed), cell, t.ref(), joinOr(t.placed, "nothing"))
+			placement.TopologyType(t.fed.Spec.Placement), cell, t.ref(), joinOr(t.placed, "nothing"))
 	}
 	return nil
 }
@@ -511,7 +512,7 @@ func (s *rolloutStartOptions) run(cmd *cobra.Command, arg string) error {
 		kv[rollout.AnnotationMessage] = "waiting for a new template"
 	}
 	updated, err := t.update(ctx, func(obj *unstructured.Unstructured) error {
-		if err := rollout.SetMask(obj, mask); err != nil {
+		if err := placement.SetMask(obj, mask); err != nil {
 			return err
 		}
 		labels := obj.GetLabels()
@@ -610,7 +611,7 @@ func (n *rolloutNextOptions) run(cmd *cobra.Command, arg string) error {
 	}
 	next := rollout.Widen(t.placed, mask, batch)
 	_, err = t.update(ctx, func(obj *unstructured.Unstructured) error {
-		if err := rollout.SetMask(obj, next); err != nil {
+		if err := placement.SetMask(obj, next); err != nil {
 			return err
 		}
 		rollout.SetAnnotations(obj, map[string]string{
@@ -747,9 +748,6 @@ rollout goes on. The progress deadline of the current batch starts again.`,
 		Args:    exactArgs(1, "one object as <kind>/<name>"),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			if _, _, err := splitRef(args[0]); err != nil {
-				return err
-			}
 			t, err := r.load(ctx, args[0])
 			if err != nil {
 				return err

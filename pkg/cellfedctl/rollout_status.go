@@ -361,9 +361,6 @@ object runs now. cellfed-controller keeps the newest %d per object (its
 		Args:    exactArgs(1, "one object as <kind>/<name>"),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			if _, _, err := splitRef(args[0]); err != nil {
-				return err
-			}
 			t, err := r.load(ctx, args[0])
 			if err != nil {
 				return err

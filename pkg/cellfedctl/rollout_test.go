@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -134,7 +135,7 @@ func TestGuardedUpdate(t *testing.T) {
 			tg := &target{c: &planeClients{Clients: federatedtypes.Clients{Dynamic: client}}, ns: "shop", name: "web", obj: read,
 				typ: fedType{Kind: "FederatedDeployment", Plural: "federateddeployments", Group: "types.kubefed.io"}}
 			_, err := tg.update(context.Background(), func(obj *unstructured.Unstructured) error {
-				return rollout.SetMask(obj, []string{"rz00a", "rz10a"})
+				return placement.SetMask(obj, []string{"rz00a", "rz10a"})
 			})
 			if tc.err == "" {
 				if err != nil || len(writes) != 1 {

@@ -14,12 +14,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/roles"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 func newTenantCommand(o *options) *cobra.Command {
@@ -115,15 +115,12 @@ func (tc *tenantCreateOptions) run(ctx context.Context, name string) error {
 	if ns.DeletionTimestamp != nil {
 		return fmt.Errorf("namespace %s is being deleted; wait until it is gone, then create it again", name)
 	}
-	haveTenant, haveWorkspace := ns.Labels[cellv1alpha1.LabelTenant], ns.Labels[cellv1alpha1.LabelWorkspace]
-	switch {
-	case haveTenant == tc.tenant && haveWorkspace == tc.workspace:
+	if err := tenancy.ClaimError(name, ns.Labels, tc.tenant, tc.workspace); err != nil {
+		return err
+	}
+	if t, w := tenancy.Of(ns.Labels); t == tc.tenant && w == tc.workspace {
 		printf(tc.streams.Out, "%s (unchanged)\n", what)
 		return nil
-	case haveTenant != "" && haveTenant != tc.tenant:
-		return fmt.Errorf("namespace %s belongs to tenant %q, not %q; choose another namespace name (a workspace never changes tenant)", name, haveTenant, tc.tenant)
-	case haveWorkspace != "" && haveWorkspace != tc.workspace:
-		return fmt.Errorf("namespace %s is workspace %q of tenant %q, not %q; choose another namespace name, or pass --workspace=%s", name, haveWorkspace, haveTenant, tc.workspace, haveWorkspace)
 	}
 	ns = ns.DeepCopy()
 	if ns.Labels == nil {
@@ -332,13 +329,9 @@ func (tl *tenantListOptions) run(ctx context.Context) error {
 	if err != nil {
 		return apiError(err, "listing cells")
 	}
-	var cells []cellv1alpha1.Cell
-	for _, u := range list.Items {
-		var cell cellv1alpha1.Cell
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cell); err != nil {
-			return withFix(fmt.Errorf("decoding cell %s/%s: %w", u.GetNamespace(), u.GetName(), err), "is the plane newer than this cellfedctl? use the cellfedctl of the plane's release")
-		}
-		cells = append(cells, cell)
+	cells, err := decodeCells(list.Items)
+	if err != nil {
+		return err
 	}
 	return PrintWorkspaces(tl.streams.Out, nss.Items, cells)
 }
@@ -352,7 +345,8 @@ func PrintWorkspaces(w io.Writer, namespaces []corev1.Namespace, cells []cellv1a
 	}
 	rows := map[string]*row{}
 	for _, ns := range namespaces {
-		rows[ns.Name] = &row{ns: ns.Name, tenant: ns.Labels[cellv1alpha1.LabelTenant], workspace: ns.Labels[cellv1alpha1.LabelWorkspace]}
+		t, w := tenancy.Of(ns.Labels)
+		rows[ns.Name] = &row{ns: ns.Name, tenant: t, workspace: w}
 	}
 	for _, c := range cells {
 		r, ok := rows[c.Namespace]

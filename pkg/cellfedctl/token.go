@@ -14,6 +14,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/registration"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Bounds of --ttl.
@@ -84,10 +85,10 @@ address and CA from your current context) for the agent's
 
 // checkArgs checks what needs no plane.
 func (tc *tokenCreateOptions) checkArgs() error {
-	if err := registration.TenantError(tc.tenant); err != nil {
+	if err := tenancy.TenantNameError(tc.tenant); err != nil {
 		return fmt.Errorf("--tenant: %w", err)
 	}
-	if err := registration.WorkspaceError(tc.workspace); err != nil {
+	if err := tenancy.WorkspaceNameError(tc.workspace); err != nil {
 		return fmt.Errorf("--workspace: %w", err)
 	}
 	if tc.ttl < minBootstrapTTL || tc.ttl > maxBootstrapTTL {

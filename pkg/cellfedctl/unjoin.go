@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -238,17 +237,4 @@ func (u *unjoinOptions) run(ctx context.Context, name string) error {
 		fmt.Fprintf(u.streams.ErrOut, "warning: %d cell(s) still name cluster %s (%s); they report ClusterFound=False until deleted\n", len(on), name, strings.Join(on, ", "))
 	}
 	return nil
-}
-
-// decodeCells converts listed cells.
-func decodeCells(items []unstructured.Unstructured) ([]cellv1alpha1.Cell, error) {
-	cells := make([]cellv1alpha1.Cell, 0, len(items))
-	for _, u := range items {
-		var cell cellv1alpha1.Cell
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cell); err != nil {
-			return nil, withFix(fmt.Errorf("decoding cell %s/%s: %w", u.GetNamespace(), u.GetName(), err), "is the plane newer than this cellfedctl? use the cellfedctl of the plane's release")
-		}
-		cells = append(cells, cell)
-	}
-	return cells, nil
 }

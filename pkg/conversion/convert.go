@@ -398,8 +398,23 @@ func specOf(obj map[string]any) (spec map[string]any, attach func(), err error) 
 			}
 		}, nil
 	default:
-		return nil, nil, fmt.Errorf(".spec must be an object, got %T", v)
+		return nil, nil, fmt.Errorf("spec must be an object, not %s", kindOf(v))
 	}
+}
+
+// kindOf names the kind of a JSON value for people.
+func kindOf(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "true or false"
+	case int64, float64, int, int32, float32:
+		return "a number"
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // pick copies the named keys of m (shallowly) into a new map.
@@ -524,36 +539,19 @@ func setAnnotation(obj map[string]any, key string, value map[string]any) {
 	ann[key] = string(b)
 }
 
-// PlacementMask returns the placement mask of a federated object in
-// either version as KubeFedCluster names: read from spec.placementMask in
-// v1beta2, and in v1beta1 from the stash, exactly when the object's
-// v1beta2 view would show it (a stash the placement no longer matches
-// is ignored, as conversion ignores it). ok is false when there is no
-// mask; a mask with no topologies is a mask that holds everything back.
-func PlacementMask(obj map[string]any) (clusters []string, ok bool) {
-	ns := namespaceOf(obj)
-	spec, _ := obj["spec"].(map[string]any)
-	var v2 map[string]any
-	switch apiVersion, _ := obj["apiVersion"].(string); apiVersion {
-	case apiVersionV1beta2:
-		v2 = spec
-	case apiVersionV1beta1:
-		restored, found := fromStash(obj, AnnotationV1beta2Spec)
-		if !found || !reflect.DeepEqual(toV1beta1Spec(ns, restored), pick(spec, specKeysV1beta1)) {
-			return nil, false
-		}
-		v2 = restored
-	default:
-		return nil, false
-	}
-	mask, found := v2["placementMask"].(map[string]any)
+// StashedV1beta2Spec returns the v1beta2 placement, placementMask and
+// overrides a v1beta1 object stashes in AnnotationV1beta2Spec, exactly
+// when its v1beta2 view shows them: a stash the placement no longer
+// matches is ignored, as conversion ignores it. ok is false for a
+// v1beta1 object without a (matching) stash.
+func StashedV1beta2Spec(obj map[string]any) (spec map[string]any, ok bool) {
+	restored, found := fromStash(obj, AnnotationV1beta2Spec)
 	if !found {
 		return nil, false
 	}
-	typ := topologyTypeOf(v2)
-	clusters = []string{}
-	forEachName(mask["topologies"], "name", func(n string) {
-		clusters = append(clusters, clusterNameOf(ns, typ, n))
-	})
-	return clusters, true
+	v1, _ := obj["spec"].(map[string]any)
+	if !reflect.DeepEqual(toV1beta1Spec(namespaceOf(obj), restored), pick(v1, specKeysV1beta1)) {
+		return nil, false
+	}
+	return restored, true
 }

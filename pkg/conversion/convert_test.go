@@ -531,47 +531,19 @@ func FuzzReview(f *testing.F) {
 	})
 }
 
-func TestPlacementMask(t *testing.T) {
-	obj := func(version, annotation, spec string) map[string]any {
-		var s map[string]any
-		if err := json.Unmarshal([]byte(spec), &s); err != nil {
-			t.Fatal(err)
-		}
-		md := map[string]any{"name": "web", "namespace": "shop"}
-		if annotation != "" {
-			md["annotations"] = map[string]any{AnnotationV1beta2Spec: annotation}
-		}
-		return map[string]any{"apiVersion": "types.kubefed.io/" + version, "kind": "FederatedDeployment", "metadata": md, "spec": s}
-	}
-	tests := []struct {
+func TestSpecNotAnObject(t *testing.T) {
+	for _, tc := range []struct {
 		name string
-		obj  map[string]any
-		want []string // nil: no mask
+		spec any
+		want string
 	}{
-		{"v1beta2 cells become per-cell clusters",
-			obj("v1beta2", "", `{"placement":{"topologies":[{"name":"a"},{"name":"b"}]},"placementMask":{"topologies":[{"name":"a"}]}}`),
-			[]string{"shop.a"}},
-		{"v1beta2 clusters stay clusters",
-			obj("v1beta2", "", `{"placement":{"topologyType":"cluster","topologies":[{"name":"m1"}]},"placementMask":{"topologies":[{"name":"m1"}]}}`),
-			[]string{"m1"}},
-		{"v1beta2 empty mask", obj("v1beta2", "", `{"placement":{"topologies":[{"name":"a"}]},"placementMask":{"topologies":[]}}`), []string{}},
-		{"v1beta2 without a mask", obj("v1beta2", "", `{"placement":{"topologies":[{"name":"a"}]}}`), nil},
-		{"v1beta1 with a stash that matches the placement",
-			obj("v1beta1", `{"placement":{"topologyType":"cell","topologies":[{"name":"a"},{"name":"b"}]},"placementMask":{"topologies":[{"name":"b"}]}}`,
-				`{"placement":{"clusters":[{"name":"shop.a"},{"name":"shop.b"}]}}`),
-			[]string{"shop.b"}},
-		{"v1beta1 with a stale stash",
-			obj("v1beta1", `{"placement":{"topologyType":"cell","topologies":[{"name":"a"},{"name":"b"}]},"placementMask":{"topologies":[{"name":"b"}]}}`,
-				`{"placement":{"clusters":[{"name":"shop.a"}]}}`),
-			nil},
-		{"v1beta1 with a malformed stash", obj("v1beta1", `{not json`, `{"placement":{"clusters":[{"name":"shop.a"}]}}`), nil},
-		{"v1beta1 without a stash", obj("v1beta1", "", `{"placement":{"clusters":[{"name":"shop.a"}]}}`), nil},
-	}
-	for _, tc := range tests {
+		{"a list", []any{"x"}, "spec must be an object, not a list"},
+		{"a string", "x", "spec must be an object, not a string"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := PlacementMask(tc.obj)
-			if ok != (tc.want != nil) || (ok && !reflect.DeepEqual(got, tc.want)) {
-				t.Errorf("PlacementMask = %v, %v; want %v", got, ok, tc.want)
+			o := map[string]any{"apiVersion": apiVersionV1beta2, "spec": tc.spec}
+			if err := Convert(o, apiVersionV1beta1); err == nil || err.Error() != tc.want {
+				t.Errorf("Convert error = %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
+	"github.com/cellfed/cellfed/pkg/annotationrules"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
 
@@ -179,13 +180,13 @@ func applyTypeConfig(ctx context.Context, c dynamic.Interface, ftc *fedv1beta1.F
 		for i, a := range annotations {
 			list[i] = a
 		}
-		_ = unstructured.SetNestedSlice(obj.Object, list, "spec", PropagatingAnnotationsField)
+		_ = unstructured.SetNestedSlice(obj.Object, list, "spec", annotationrules.Field)
 	}
 	res := c.Resource(kubefed.FederatedTypeConfigsResource).Namespace(ftc.Namespace)
 	existing, err := res.Get(ctx, ftc.Name, metav1.GetOptions{})
 	if err == nil && annotations == nil {
-		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", PropagatingAnnotationsField); ok {
-			_ = unstructured.SetNestedField(obj.Object, v, "spec", PropagatingAnnotationsField)
+		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", annotationrules.Field); ok {
+			_ = unstructured.SetNestedField(obj.Object, v, "spec", annotationrules.Field)
 		}
 	}
 	if apierrors.IsNotFound(err) {

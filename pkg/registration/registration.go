@@ -27,10 +27,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/roles"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Labels and annotations.
@@ -179,23 +179,10 @@ func TokenTenancy(s *corev1.Secret) (tenant, workspace string) {
 }
 
 // TenantError says why tenant is not a tenant name, or is nil.
-func TenantError(tenant string) error {
-	if tenant == "" {
-		return fmt.Errorf("a tenant is required (a self-registered cluster is dedicated to one tenant); name one, or add a shared cluster with `cellfedctl join`")
-	}
-	if len(validation.IsValidLabelValue(tenant)) > 0 {
-		return fmt.Errorf("%q is not a tenant name; tenants are label values: letters, digits, '-', '_' and '.', at most 63 characters", tenant)
-	}
-	return nil
-}
+func TenantError(tenant string) error { return tenancy.TenantNameError(tenant) }
 
 // WorkspaceError says why workspace is not a workspace name, or is nil.
-func WorkspaceError(workspace string) error {
-	if workspace != "" && !cellv1alpha1.IsDNSLabel(workspace) {
-		return fmt.Errorf("%q is not a workspace name; workspaces are DNS labels (lowercase letters, digits and '-')", workspace)
-	}
-	return nil
-}
+func WorkspaceError(workspace string) error { return tenancy.WorkspaceNameError(workspace) }
 
 // Phase summarises a registration's conditions. Decisions win in the
 // order Revoked, Denied, Approved; an approval is Registered once Ready.

@@ -4,60 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/placement"
 )
-
-// Candidate is a topology a selector placement may select: a Cell of the
-// object's namespace (topology type cell) or a physical KubeFedCluster
-// (topology type cluster), with its labels.
-type Candidate struct {
-	Name   string
-	Labels map[string]string
-}
-
-// Placed is the object's placed topologies in the rollout's stable
-// order: spec.placement.topologies as listed (so the person who writes
-// the placement chooses which cells go first), or, for a selector
-// placement, the candidates it selects in name order. candidates are only
-// read for a selector placement.
-func Placed(fed *typesv1beta2.FederatedObject, candidates []Candidate) ([]string, error) {
-	p := fed.Spec.Placement
-	if p.TopologySelector == nil {
-		var out []string
-		for _, t := range p.Topologies {
-			if !slices.Contains(out, t.Name) {
-				out = append(out, t.Name)
-			}
-		}
-		return out, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(p.TopologySelector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.placement.topologySelector: %w", err)
-	}
-	var out []string
-	for _, c := range candidates {
-		if sel.Matches(labels.Set(c.Labels)) && !slices.Contains(out, c.Name) {
-			out = append(out, c.Name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// TopologyType is the placement's topology type, cell by default.
-func TopologyType(fed *typesv1beta2.FederatedObject) typesv1beta2.TopologyType {
-	if fed.Spec.Placement.TopologyType == "" {
-		return typesv1beta2.TopologyCell
-	}
-	return fed.Spec.Placement.TopologyType
-}
 
 // CellState is what a placed cell's row says.
 type CellState string
@@ -102,7 +53,7 @@ type Row struct {
 // reports the cell OK at that generation, and the member object is
 // ready.
 func Rows(fed *typesv1beta2.FederatedObject, placed []string) []Row {
-	mask := Mask(fed)
+	mask := placement.Mask(fed)
 	byName := map[string]typesv1beta2.TopologyStatus{}
 	var observed int64
 	if fed.Status != nil {

@@ -20,9 +20,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cellfed/cellfed/pkg/apis"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/placement"
 )
 
 // Prefix is the prefix of the rollout annotations and labels.
@@ -183,7 +184,7 @@ func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // End ends a rollout on obj: the mask, the active label and the control
 // annotations go; state and message say how it ended.
 func End(obj *unstructured.Unstructured, state, message string) {
-	unstructured.RemoveNestedField(obj.Object, "spec", "placementMask")
+	placement.RemoveMask(obj)
 	labels := obj.GetLabels()
 	delete(labels, LabelActive)
 	if len(labels) == 0 {
@@ -197,35 +198,13 @@ func End(obj *unstructured.Unstructured, state, message string) {
 	SetAnnotations(obj, kv)
 }
 
-// SetMask sets spec.placementMask to the topologies named.
-func SetMask(obj *unstructured.Unstructured, names []string) error {
-	tops := make([]any, len(names))
-	for i, n := range names {
-		tops[i] = map[string]any{"name": n}
-	}
-	return unstructured.SetNestedField(obj.Object, map[string]any{"topologies": tops}, "spec", "placementMask")
-}
-
 // Decode reads the v1beta2 shape of a federated object.
 func Decode(obj *unstructured.Unstructured) (*typesv1beta2.FederatedObject, error) {
 	var fed typesv1beta2.FederatedObject
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &fed); err != nil {
-		return nil, fmt.Errorf("decoding %s %s: %w", obj.GetKind(), objectName(obj), err)
+	if err := apis.Decode(obj.Object, &fed); err != nil {
+		return nil, fmt.Errorf("%s %s is malformed: %w", obj.GetKind(), objectName(obj), err)
 	}
 	return &fed, nil
-}
-
-// Mask is the names in the object's placement mask; nil when it has none
-// (every placed topology is released).
-func Mask(fed *typesv1beta2.FederatedObject) []string {
-	if fed.Spec.PlacementMask == nil {
-		return nil
-	}
-	names := make([]string, 0, len(fed.Spec.PlacementMask.Topologies))
-	for _, t := range fed.Spec.PlacementMask.Topologies {
-		names = append(names, t.Name)
-	}
-	return names
 }
 
 // TemplateHash identifies the object's template and overrides: hex

@@ -134,23 +134,6 @@ func TestRows(t *testing.T) {
 	}
 }
 
-func TestPlaced(t *testing.T) {
-	cands := []Candidate{{"rz20a", map[string]string{"zone": "z2"}}, {"rz00a", map[string]string{"zone": "z0"}}, {"rz10a", map[string]string{"zone": "z2"}}}
-	listed := fedObject(1, 1, []string{"rz10a", "rz00a", "rz10a"}, nil)
-	if got, _ := Placed(listed, cands); !slices.Equal(got, []string{"rz10a", "rz00a"}) {
-		t.Errorf("listed placement: %v, want as listed without duplicates", got)
-	}
-	sel := fedObject(1, 1, nil, nil)
-	sel.Spec.Placement.TopologySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "z2"}}
-	if got, _ := Placed(sel, cands); !slices.Equal(got, []string{"rz10a", "rz20a"}) {
-		t.Errorf("selector placement: %v, want the selected cells in name order", got)
-	}
-	sel.Spec.Placement.TopologySelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: "Bogus"}}}
-	if _, err := Placed(sel, cands); err == nil {
-		t.Errorf("a bad selector: no error")
-	}
-}
-
 func TestBatches(t *testing.T) {
 	placed := []string{"c", "a", "b", "d"}
 	cases := []struct {

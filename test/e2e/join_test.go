@@ -196,7 +196,7 @@ func TestJoinStatusUnjoin(t *testing.T) {
 	})
 
 	t.Run("join --tenant dedicates the cluster", func(t *testing.T) {
-		ctl.fails(t, `--tenant="bad tenant" is not a tenant name`, "join", "m1", memberFlag, "--tenant=bad tenant")
+		ctl.fails(t, `--tenant: "bad tenant" is not a tenant name`, "join", "m1", memberFlag, "--tenant=bad tenant")
 		out := ctl.ok(t, "join", "m1", memberFlag, "--tenant=acme")
 		if !strings.Contains(out, "KubeFedCluster kube-federation-system/m1 (updated)") {
 			t.Errorf("join --tenant printed\n%s", out)

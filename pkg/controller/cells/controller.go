@@ -35,6 +35,7 @@ import (
 	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // CellResource is the plane resource of Cells.
@@ -313,16 +314,11 @@ func (c *Controller) desired(cell *corev1a1.Cell, physical *fedv1b1.KubeFedClust
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for _, k := range []string{corev1a1.LabelTenant, corev1a1.LabelWorkspace} {
+	for _, k := range tenancy.Labels {
 		delete(labels, k)
 	}
 	if obj, ok, _ := c.namespaces.GetStore().GetByKey(cell.Namespace); ok {
-		nsLabels := obj.(*corev1.Namespace).Labels
-		for _, k := range []string{corev1a1.LabelTenant, corev1a1.LabelWorkspace} {
-			if v := nsLabels[k]; v != "" {
-				labels[k] = v
-			}
-		}
+		maps.Copy(labels, tenancy.ObjectLabels(obj.(*corev1.Namespace).Labels))
 	}
 	labels[corev1a1.LabelTopologyType] = corev1a1.TopologyTypeCell
 	labels[corev1a1.LabelNamespace] = cell.Namespace

@@ -24,7 +24,7 @@ import (
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
-	"github.com/cellfed/cellfed/pkg/conversion"
+	"github.com/cellfed/cellfed/pkg/placement"
 )
 
 // Per-cluster propagation states, as KubeFed reports them.
@@ -487,7 +487,7 @@ func readWork(fed *unstructured.Unstructured) (work, error) {
 		return w, err
 	}
 	w.retainReplicas = w.spec.RetainReplicas != nil && *w.spec.RetainReplicas
-	if mask, ok := conversion.PlacementMask(fed.Object); ok {
+	if mask, ok := placement.MaskClusters(fed.Object); ok {
 		w.mask = sets.New(mask...)
 	}
 	return w, nil

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cellfed/cellfed/pkg/annotationrules"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
-	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 const (
@@ -92,7 +92,7 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 		// Spec-like keys (matching a pattern) are propagated and
 		// tracked; status-like ones belong to the members.
 		for k := range ann {
-			if k != ManagedLabelsAnnotation && !federatedtypes.MatchKey(patterns, k) {
+			if k != ManagedLabelsAnnotation && !annotationrules.Match(patterns, k) {
 				delete(ann, k)
 			}
 		}

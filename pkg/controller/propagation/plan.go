@@ -5,13 +5,12 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/placement"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Verb is what a plan does with the object on one member.
@@ -257,17 +256,7 @@ func Plan(in Input) (Decision, error) {
 // physical cluster that is shared (no tenant label) or dedicated to the
 // object's tenant. Cluster-scoped objects reach every cluster.
 func inWorkspace(in Input, c Candidate) bool {
-	if in.Namespace == "" {
-		return true
-	}
-	// Names with a dot are per-cell clusters (<namespace>.<cell>);
-	// physical cluster names have none. Split without validating: this
-	// runs for every cluster of every reconcile.
-	if ns, _, isCell := strings.Cut(c.Name, "."); isCell {
-		return ns == in.Namespace
-	}
-	t := c.Labels[cellv1alpha1.LabelTenant]
-	return t == "" || t == in.Tenant
+	return tenancy.MayReach(in.Namespace, in.Tenant, c.Name, c.Labels)
 }
 
 // masked reports whether the plan may act on cluster: there is no mask,
@@ -288,61 +277,7 @@ func orFirst(list, fallback []string) []string {
 // per-cell clusters of any namespace (KubeFed's "all clusters" selector
 // {} then reaches every member once).
 func selectClusters(p typesv1b1.Placement, candidates []Candidate) (sets.Set[string], error) {
-	out := sets.New[string]()
-	if p.Clusters != nil {
-		names := sets.New[string]()
-		for _, ref := range p.Clusters {
-			names.Insert(ref.Name)
-		}
-		for _, c := range candidates {
-			if names.Has(c.Name) {
-				out.Insert(c.Name)
-			}
-		}
-		return out, nil
-	}
-	if p.ClusterSelector == nil {
-		return out, nil
-	}
-	sel, err := ClusterSelector(p.ClusterSelector)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range candidates {
-		if sel.Matches(labels.Set(c.Labels)) {
-			out.Insert(c.Name)
-		}
-	}
-	return out, nil
-}
-
-// ClusterSelector is the meaning of a placement's cluster selector: as
-// written when it names a cellfed.io/ label (it is pinned to a kind of
-// topology), otherwise restricted to physical clusters.
-func ClusterSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return nil, fmt.Errorf("placement.clusterSelector: %w", err)
-	}
-	for _, k := range selectorKeys(ls) {
-		if strings.HasPrefix(k, "cellfed.io/") {
-			return sel, nil
-		}
-	}
-	physical, err := labels.NewRequirement(cellv1alpha1.LabelTopologyType, selection.DoesNotExist, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sel.Add(*physical), nil
-}
-
-func selectorKeys(ls *metav1.LabelSelector) []string {
-	keys := make([]string, 0, len(ls.MatchLabels)+len(ls.MatchExpressions))
-	for k := range ls.MatchLabels {
-		keys = append(keys, k)
-	}
-	for _, e := range ls.MatchExpressions {
-		keys = append(keys, e.Key)
-	}
-	return keys
+	return placement.Clusters(p, candidates, func(c Candidate) placement.Topology {
+		return placement.Topology{Name: c.Name, Labels: c.Labels}
+	})
 }

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
+	"github.com/cellfed/cellfed/pkg/annotationrules"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
-	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 // KubeFed's names, kept so either controller can take over from the other.
@@ -78,9 +78,9 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 	if tt.PluralName == "" || tt.Kind == "" || tt.Version == "" || ft.PluralName == "" || ft.Group == "" {
 		return nil, false, fmt.Errorf("FederatedTypeConfig %s: targetType and federatedType need kind, version and pluralName", u.GetName())
 	}
-	patterns, rules, err := unstructured.NestedStringSlice(u.Object, "spec", federatedtypes.PropagatingAnnotationsField)
+	patterns, rules, err := unstructured.NestedStringSlice(u.Object, "spec", annotationrules.Field)
 	if err != nil {
-		return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), federatedtypes.PropagatingAnnotationsField, err)
+		return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), annotationrules.Field, err)
 	}
 	return &Type{
 		PropagatingAnnotations: strings.Join(patterns, ","),

@@ -1,8 +1,8 @@
-package federatedtypes
+package annotationrules
 
 import "testing"
 
-func TestMatchKey(t *testing.T) {
+func TestMatch(t *testing.T) {
 	tests := []struct {
 		patterns []string
 		key      string
@@ -21,21 +21,21 @@ func TestMatchKey(t *testing.T) {
 		{nil, "x", false},
 	}
 	for _, tc := range tests {
-		if got := MatchKey(tc.patterns, tc.key); got != tc.want {
-			t.Errorf("MatchKey(%q, %q) = %v, want %v", tc.patterns, tc.key, got, tc.want)
+		if got := Match(tc.patterns, tc.key); got != tc.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tc.patterns, tc.key, got, tc.want)
 		}
 	}
 }
 
-func TestValidateKeyPattern(t *testing.T) {
+func TestValidatePattern(t *testing.T) {
 	for _, ok := range []string{"service.beta.kubernetes.io/*", "example.com/exact-key", "*", "app", "*.example.com/*"} {
-		if err := ValidateKeyPattern(ok); err != nil {
-			t.Errorf("ValidateKeyPattern(%q) = %v, want nil", ok, err)
+		if err := ValidatePattern(ok); err != nil {
+			t.Errorf("ValidatePattern(%q) = %v, want nil", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "Bad Key", "example.com/", "a/b/c", "-x"} {
-		if err := ValidateKeyPattern(bad); err == nil {
-			t.Errorf("ValidateKeyPattern(%q) = nil, want an error", bad)
+		if err := ValidatePattern(bad); err == nil {
+			t.Errorf("ValidatePattern(%q) = nil, want an error", bad)
 		}
 	}
 }

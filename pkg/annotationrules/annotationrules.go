@@ -1,4 +1,10 @@
-package federatedtypes
+// Package annotationrules is the rule that says which annotations of a
+// federated object's template are propagated as spec: the annotation
+// key patterns a FederatedTypeConfig lists in spec.propagatingAnnotations
+// (a cellfed extension of KubeFed's API, which upstream KubeFed ignores).
+// Admission validates the patterns, cellfedctl enable writes them and the
+// propagation controller matches member annotations against them.
+package annotationrules
 
 import (
 	"fmt"
@@ -7,16 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// PropagatingAnnotationsField is the FederatedTypeConfig field (a cellfed
-// extension of KubeFed's API, which upstream KubeFed ignores) listing the
-// annotation keys propagated as spec: spec.propagatingAnnotations.
-const PropagatingAnnotationsField = "propagatingAnnotations"
+// Field is the FederatedTypeConfig spec field listing the annotation key
+// patterns propagated as spec: spec.propagatingAnnotations.
+const Field = "propagatingAnnotations"
 
-// ValidateKeyPattern checks an annotation key pattern: an annotation key
+// ValidatePattern checks an annotation key pattern: an annotation key
 // (an optional DNS-subdomain prefix and "/", then a name) in which "*"
 // stands for any run of characters, e.g. service.beta.kubernetes.io/* or
 // example.com/exact-key.
-func ValidateKeyPattern(p string) error {
+func ValidatePattern(p string) error {
 	if p == "" {
 		return fmt.Errorf("an empty pattern matches nothing; remove it")
 	}
@@ -27,9 +32,9 @@ func ValidateKeyPattern(p string) error {
 	return nil
 }
 
-// MatchKey reports whether key matches one of the patterns ("*" matches
+// Match reports whether key matches one of the patterns ("*" matches
 // any run of characters, "/" included).
-func MatchKey(patterns []string, key string) bool {
+func Match(patterns []string, key string) bool {
 	for _, p := range patterns {
 		if matchGlob(p, key) {
 			return true

@@ -25,6 +25,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/registration"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // RegistrationPluginName is the in-process plugin that guards
@@ -313,11 +314,11 @@ func validateRegistrationSpec(reg *cellv1alpha1.ClusterRegistration) field.Error
 		errs = append(errs, field.Invalid(spec.Child("csr"), "<PEM>", err.Error()))
 	}
 	if reg.Spec.Tenant != "" {
-		if err := registration.TenantError(reg.Spec.Tenant); err != nil {
+		if err := tenancy.TenantNameError(reg.Spec.Tenant); err != nil {
 			errs = append(errs, field.Invalid(spec.Child("tenant"), reg.Spec.Tenant, err.Error()))
 		}
 	}
-	if err := registration.WorkspaceError(reg.Spec.Workspace); err != nil {
+	if err := tenancy.WorkspaceNameError(reg.Spec.Workspace); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("workspace"), reg.Spec.Workspace, err.Error()))
 	}
 	if reg.Spec.Workspace != "" && reg.Spec.Tenant == "" {

@@ -30,7 +30,6 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/roles"
-	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Labels and annotations.
@@ -177,12 +176,6 @@ func TokenSecret(t Token, tenant, workspace string, expiry time.Time) *corev1.Se
 func TokenTenancy(s *corev1.Secret) (tenant, workspace string) {
 	return s.Labels[cellv1alpha1.LabelTenant], s.Labels[cellv1alpha1.LabelWorkspace]
 }
-
-// TenantError says why tenant is not a tenant name, or is nil.
-func TenantError(tenant string) error { return tenancy.TenantNameError(tenant) }
-
-// WorkspaceError says why workspace is not a workspace name, or is nil.
-func WorkspaceError(workspace string) error { return tenancy.WorkspaceNameError(workspace) }
 
 // Phase summarises a registration's conditions. Decisions win in the
 // order Revoked, Denied, Approved; an approval is Registered once Ready.

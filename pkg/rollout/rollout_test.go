@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/placement"
 )
 
 // top is a status topology: name, status, generation, ready ("" unknown,
@@ -208,7 +209,7 @@ func TestDecide(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fed := fedObject(5, 5, placed, tc.mask, tc.tops...)
-			d := Decide(Input{Settings: tc.set, Placed: placed, Mask: Mask(fed), Rows: Rows(fed, placed), Hash: tc.hash, Now: now})
+			d := Decide(Input{Settings: tc.set, Placed: placed, Mask: placement.Mask(fed), Rows: Rows(fed, placed), Hash: tc.hash, Now: now})
 			if d.Step != tc.step {
 				t.Fatalf("step = %s (%s), want %s", d.Step, d.Message, tc.step)
 			}

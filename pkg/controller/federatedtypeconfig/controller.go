@@ -26,12 +26,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Controller runs one propagation controller and one rollout controller
@@ -86,7 +86,7 @@ func (s *Controller) Run(ctx context.Context) error {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Namespace)
 			n, ok2 := cur.(*corev1.Namespace)
-			if ok1 && ok2 && o.Labels[cellv1alpha1.LabelTenant] != n.Labels[cellv1alpha1.LabelTenant] {
+			if ok1 && ok2 && tenancy.TenantOf(o.Labels) != tenancy.TenantOf(n.Labels) {
 				s.requeueNamespace(n.Name, true)
 			}
 		},
@@ -255,7 +255,7 @@ func (s *Controller) tenantOf(ns string) (string, error) {
 	if err != nil || !ok {
 		return "", err
 	}
-	return obj.(*corev1.Namespace).Labels[cellv1alpha1.LabelTenant], nil
+	return tenancy.TenantOf(obj.(*corev1.Namespace).Labels), nil
 }
 
 // ClusterChanged tells every running propagation controller that the

@@ -34,6 +34,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -203,18 +204,18 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	var candidates []rollout.Candidate
+	var candidates []placement.Topology
 	if fed.Spec.Placement.TopologySelector != nil {
 		if candidates, err = c.candidates(ctx, obj, fed); err != nil {
 			return 0, err
 		}
 	}
-	placed, err := rollout.Placed(fed, candidates)
+	placed, err := placement.Topologies(fed.Spec.Placement, candidates)
 	if err != nil {
 		return 0, c.writeState(ctx, obj, rollout.Decision{State: rollout.StateWaiting, Message: err.Error() + "; fix the placement"})
 	}
 	d := rollout.Decide(rollout.Input{
-		Settings: set, Placed: placed, Mask: rollout.Mask(fed), Rows: rollout.Rows(fed, placed), Hash: hash, Now: c.now(),
+		Settings: set, Placed: placed, Mask: placement.Mask(fed), Rows: rollout.Rows(fed, placed), Hash: hash, Now: c.now(),
 	})
 	after, err := c.apply(ctx, key, obj, d)
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
@@ -236,7 +237,7 @@ func (c *Controller) apply(ctx context.Context, key string, obj *unstructured.Un
 	switch d.Step {
 	case rollout.Advance:
 		done, err = c.wrote(ctx, obj, func(next *unstructured.Unstructured) error {
-			if err := rollout.SetMask(next, d.Mask); err != nil {
+			if err := placement.SetMask(next, d.Mask); err != nil {
 				return err
 			}
 			rollout.SetAnnotations(next, map[string]string{
@@ -360,10 +361,10 @@ func (c *Controller) forget() {
 }
 
 // candidates are what a selector placement chooses from.
-func (c *Controller) candidates(ctx context.Context, obj *unstructured.Unstructured, fed *typesv1beta2.FederatedObject) ([]rollout.Candidate, error) {
+func (c *Controller) candidates(ctx context.Context, obj *unstructured.Unstructured, fed *typesv1beta2.FederatedObject) ([]placement.Topology, error) {
 	var list *unstructured.UnstructuredList
 	var err error
-	cell := rollout.TopologyType(fed) == typesv1beta2.TopologyCell
+	cell := placement.TopologyType(fed.Spec.Placement) == typesv1beta2.TopologyCell
 	if cell {
 		list, err = c.plane.Resource(cellv1alpha1.CellsResource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
 	} else {
@@ -372,13 +373,13 @@ func (c *Controller) candidates(ctx context.Context, obj *unstructured.Unstructu
 	if err != nil {
 		return nil, fmt.Errorf("listing the topologies a selector chooses from: %w", err)
 	}
-	var out []rollout.Candidate
+	var out []placement.Topology
 	for _, item := range list.Items {
 		if !cell && strings.Contains(item.GetName(), ".") {
 			continue // per-cell clusters
 		}
-		out = append(out, rollout.Candidate{Name: item.GetName(), Labels: item.GetLabels()})
+		out = append(out, placement.Topology{Name: item.GetName(), Labels: item.GetLabels()})
 	}
-	slices.SortFunc(out, func(a, b rollout.Candidate) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b placement.Topology) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -94,7 +95,7 @@ func TestReconcile(t *testing.T) {
 				if revisions != 1 {
 					t.Errorf("%d revisions, want the new template recorded", revisions)
 				}
-				if m, _ := rollout.Decode(w); strings.Join(rollout.Mask(m), ",") != "a" {
+				if m, _ := rollout.Decode(w); strings.Join(placement.Mask(m), ",") != "a" {
 					t.Errorf("mask moved while recording")
 				}
 			},
@@ -105,7 +106,7 @@ func TestReconcile(t *testing.T) {
 			obj:   object("app:2", []string{"a"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
 			check: func(t *testing.T, w *unstructured.Unstructured, _ int) {
 				m, _ := rollout.Decode(w)
-				if got := strings.Join(rollout.Mask(m), ","); got != "a,b" {
+				if got := strings.Join(placement.Mask(m), ","); got != "a,b" {
 					t.Errorf("mask = %s, want a,b", got)
 				}
 				if ann := w.GetAnnotations(); ann[rollout.AnnotationState] != rollout.StateProgressing || ann[rollout.AnnotationProgressSince] != rollout.FormatTime(now) {
@@ -143,8 +144,8 @@ func TestReconcile(t *testing.T) {
 			refuse: true,
 			check: func(t *testing.T, w *unstructured.Unstructured, _ int) {
 				m, _ := rollout.Decode(w)
-				if msg := w.GetAnnotations()[rollout.AnnotationMessage]; !strings.Contains(msg, "the plane refused to advance") || strings.Join(rollout.Mask(m), ",") != "a" {
-					t.Errorf("message %q mask %v", msg, rollout.Mask(m))
+				if msg := w.GetAnnotations()[rollout.AnnotationMessage]; !strings.Contains(msg, "the plane refused to advance") || strings.Join(placement.Mask(m), ",") != "a" {
+					t.Errorf("message %q mask %v", msg, placement.Mask(m))
 				}
 			},
 		},

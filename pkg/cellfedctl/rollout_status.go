@@ -112,7 +112,9 @@ func (s *rolloutStatusOptions) run(ctx context.Context, arg string) error {
 		return err
 	}
 	v := viewOf(t)
-	io.WriteString(s.streams.Out, v.text)
+	if _, err := io.WriteString(s.streams.Out, v.text); err != nil {
+		return err
+	}
 	if !s.watch {
 		if v.done {
 			return nil
@@ -146,7 +148,9 @@ func (s *rolloutStatusOptions) run(ctx context.Context, arg string) error {
 			return err
 		}
 		if v = viewOf(t); v.text != last {
-			io.WriteString(s.streams.Out, "\n"+v.text)
+			if _, err := io.WriteString(s.streams.Out, "\n"+v.text); err != nil {
+				return err
+			}
 			last = v.text
 		}
 	}
@@ -168,10 +172,9 @@ func viewOf(t *target) statusView {
 		}
 		fmt.Fprintf(&b, " (the controller has seen %d)", observed)
 	}
-	switch {
-	case mask == nil:
+	if mask == nil {
 		fmt.Fprintf(&b, ", no rollout in progress: all %d placed cells released\n", len(t.placed))
-	default:
+	} else {
 		fmt.Fprintf(&b, ", %d of %d placed cells released\n", sum.Released, sum.Placed)
 	}
 	if t.set.Active {

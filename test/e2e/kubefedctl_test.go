@@ -357,7 +357,7 @@ func TestKubefedctl(t *testing.T) {
 		framework.WaitKubeFedClustersReady(t, f.plane, "member1", "member2")
 		// KubeFed's --error-on-existing (default true) refuses a second join.
 		r := f.kf.Run(t, kfctlArgs("join", "member1", "--cluster-context=member1")...)
-		if r.ExitCode == 0 || !strings.Contains(r.Error(), "member1-plane already exists in joining cluster") {
+		if r.ExitCode == 0 || !strings.Contains(r.ErrorLine(), "member1-plane already exists in joining cluster") {
 			t.Errorf("a second join: %s, want the refusal for the existing service account", r)
 		}
 	})
@@ -582,7 +582,7 @@ spec:
 
 	t.Run("disable --delete-crd", func(t *testing.T) {
 		r := f.kf.Run(t, kfctlArgs("disable", "widgets.example.com", "--delete-crd")...)
-		if r.ExitCode == 0 || !strings.Contains(r.Error(), `Cannot delete CRD "federatedwidgets.types.kubefed.io" while resource instances exist`) {
+		if r.ExitCode == 0 || !strings.Contains(r.ErrorLine(), `Cannot delete CRD "federatedwidgets.types.kubefed.io" while resource instances exist`) {
 			t.Errorf("disable --delete-crd with a FederatedWidget left: %s, want the refusal", r)
 		}
 		if p, _, _ := unstructured.NestedString(f.get(t, kubefed.FederatedTypeConfigsResource, framework.KubeFedNamespace, "widgets.example.com").Object, "spec", "propagation"); p != "Enabled" {

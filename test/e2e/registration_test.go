@@ -276,7 +276,7 @@ func TestRegistrationAPI(t *testing.T) {
 	f.ctl.ok(t, "registration", "revoke", "edge-1")
 	f.waitPhase(t, "edge-1", cellv1alpha1.RegistrationRevoked)
 	stopRenew()
-	<-renewDone
+	t.Logf("renewal loop ended after the revocation: %v", <-renewDone)
 	u1, err = f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, "edge-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

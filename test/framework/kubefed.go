@@ -304,7 +304,7 @@ func WaitKubeFedClustersReady(t testing.TB, plane *Server, names ...string) {
 					if m["status"] == "True" {
 						return true, nil
 					}
-					return false, fmt.Errorf("Ready=%v: %v", m["status"], m["message"])
+					return false, fmt.Errorf("condition Ready=%v: %v", m["status"], m["message"])
 				}
 			}
 			return false, fmt.Errorf("no Ready condition yet")

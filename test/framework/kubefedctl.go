@@ -43,8 +43,8 @@ type KubefedctlResult struct {
 	ExitCode int
 }
 
-// Error is the "Error: …" line of a failed run (stderr without the dumps).
-func (r KubefedctlResult) Error() string {
+// ErrorLine is the "Error: …" line of a failed run (stderr without the dumps).
+func (r KubefedctlResult) ErrorLine() string {
 	for _, line := range strings.Split(r.Stderr, "\n") {
 		if i := strings.Index(line, "Error: "); i >= 0 && strings.HasPrefix(line, "F") {
 			return line[i:]
@@ -55,7 +55,7 @@ func (r KubefedctlResult) Error() string {
 }
 
 func (r KubefedctlResult) String() string {
-	return fmt.Sprintf("kubefedctl %s: exit %d: %s", strings.Join(r.Args, " "), r.ExitCode, r.Error())
+	return fmt.Sprintf("kubefedctl %s: exit %d: %s", strings.Join(r.Args, " "), r.ExitCode, r.ErrorLine())
 }
 
 // Run runs kubefedctl with --kubeconfig and args (2 minutes at most).

@@ -126,7 +126,6 @@ func compact(u *unstructured.Unstructured, spec []string, in *interner) (*entry,
 			Name:                       u.GetName(),
 			GenerateName:               u.GetGenerateName(),
 			Namespace:                  in.get(u.GetNamespace()),
-			SelfLink:                   u.GetSelfLink(),
 			UID:                        u.GetUID(),
 			ResourceVersion:            u.GetResourceVersion(),
 			Generation:                 u.GetGeneration(),
@@ -179,7 +178,6 @@ func (e *entry) expand() (*unstructured.Unstructured, error) {
 	u.SetName(e.Name)
 	u.SetGenerateName(e.GenerateName)
 	u.SetNamespace(e.Namespace)
-	u.SetSelfLink(e.SelfLink)
 	u.SetUID(e.UID)
 	u.SetResourceVersion(e.ResourceVersion)
 	u.SetGeneration(e.Generation)

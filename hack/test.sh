@@ -30,11 +30,15 @@ race=-race
 [ "${RACE:-1}" = 0 ] && race=
 if [ ${#unit[@]} -gt 0 ]; then
   echo "== unit packages${race:+ (race detector on)}: ${#unit[@]}"
+  start=$SECONDS
   run $race "${unit[@]}"
+  echo "== unit packages took $((SECONDS - start)) s"
 fi
 if [ ${#e2e[@]} -gt 0 ]; then
   echo "== end-to-end packages: ${e2e[*]##*/cellfed/}"
+  start=$SECONDS
   run "${e2e[@]}"
+  echo "== end-to-end packages took $((SECONDS - start)) s"
 fi
 # hack/kubefed is its own module (KubeFed's dependencies): its test proves
 # the PropagatedVersion vectors the controller is tested against are
@@ -46,6 +50,7 @@ passed=$(grep -c -E '^\s*--- PASS' "$log")
 failed=$(grep -c -E '^\s*--- FAIL' "$log")
 skipped=$(grep -c -E '^\s*--- SKIP' "$log")
 echo
+echo "hack/test.sh took $SECONDS s"
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$status" -eq 0 ] && [ "$passed" -eq 0 ]; then
   echo "no test ran" >&2

@@ -126,6 +126,7 @@ func compact(u *unstructured.Unstructured, spec []string, in *interner) (*entry,
 			Name:                       u.GetName(),
 			GenerateName:               u.GetGenerateName(),
 			Namespace:                  in.get(u.GetNamespace()),
+			SelfLink:                   u.GetSelfLink(), //nolint:staticcheck // deprecated, but the cache gives back what the member sent
 			UID:                        u.GetUID(),
 			ResourceVersion:            u.GetResourceVersion(),
 			Generation:                 u.GetGeneration(),
@@ -178,6 +179,7 @@ func (e *entry) expand() (*unstructured.Unstructured, error) {
 	u.SetName(e.Name)
 	u.SetGenerateName(e.GenerateName)
 	u.SetNamespace(e.Namespace)
+	u.SetSelfLink(e.SelfLink) //nolint:staticcheck // deprecated, but the cache gives back what the member sent
 	u.SetUID(e.UID)
 	u.SetResourceVersion(e.ResourceVersion)
 	u.SetGeneration(e.Generation)

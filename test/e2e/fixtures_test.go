@@ -5,6 +5,8 @@
 package e2e
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fedtypes "github.com/cellfed/cellfed/pkg/apis/types"
@@ -13,7 +15,16 @@ import (
 
 // webDeployment is a v1beta2 FederatedDeployment shop/web placed on cells
 // rz00a and rz10a; tests append more spec fields.
-const webDeployment = `
+var webDeployment = webDeploymentOn("rz00a", "rz10a")
+
+// webDeploymentOn is the FederatedDeployment shop/web (2 replicas of
+// nginx:1.27) placed on the cells named.
+func webDeploymentOn(cells ...string) string {
+	tops := make([]string, len(cells))
+	for i, c := range cells {
+		tops[i] = "{name: " + c + "}"
+	}
+	return `
 apiVersion: types.kubefed.io/v1beta2
 kind: FederatedDeployment
 metadata: {name: web, namespace: shop}
@@ -26,8 +37,9 @@ spec:
         metadata: {labels: {app: web}}
         spec: {containers: [{name: web, image: "nginx:1.27"}]}
   placement:
-    topologies: [{name: rz00a}, {name: rz10a}]
+    topologies: [` + strings.Join(tops, ", ") + `]
 `
+}
 
 const (
 	fdV1beta1 = "federateddeployments.v1beta1.types.kubefed.io"

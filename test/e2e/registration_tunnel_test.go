@@ -166,21 +166,7 @@ kind: FederatedNamespace
 metadata: {name: shop, namespace: shop}
 spec:
   placement: {topologies: [{name: rz00a}]}
----
-apiVersion: types.kubefed.io/v1beta2
-kind: FederatedDeployment
-metadata: {name: web, namespace: shop}
-spec:
-  template:
-    spec:
-      replicas: 2
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec: {containers: [{name: web, image: "nginx:1.27"}]}
-  placement:
-    topologies: [{name: rz00a}]
-`, "apply", "-f", "-")
+---`+webDeploymentOn("rz00a"), "apply", "-f", "-")
 	waitDeployment(t, memberClient, "nginx:1.27", 2)
 
 	// Renewal: the 30 s certificate is replaced at two thirds of its

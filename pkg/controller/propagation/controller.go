@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,8 +85,6 @@ type Controller struct {
 	// written: the last status write of each object until the cache
 	// shows it.
 	written *lastWrites
-	// v1beta1Writes: the plane does not serve v1beta2 for the type.
-	v1beta1Writes atomic.Bool
 	// propagating: when each generation was observed, until it is on
 	// every selected member; reflowing: the first member event not yet
 	// in the status (for the latency and reflow delay metrics).
@@ -119,7 +116,7 @@ func New(t *Type, opts Options, env Env) *Controller {
 		reflowing:    newSince(),
 	}
 	registerMetrics()
-	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
+	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Stored, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	if err := c.informer.SetTransform(clusters.StripManagedFields); err != nil {
 		klog.ErrorS(err, "Setting the federated cache's transform", "type", t.Name)
@@ -176,7 +173,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return fmt.Errorf("%s: waiting for the plane's cache: %w", c.typ.Name, ctx.Err())
 	}
-	logger.Info("Propagating", "federatedType", c.typ.Federated.String(), "target", c.typ.Target.String(), "workers", c.opts.Workers)
+	logger.Info("Propagating", "federatedType", c.typ.Stored.String(), "target", c.typ.Target.String(), "workers", c.opts.Workers)
 	var wg sync.WaitGroup
 	for range max(1, c.opts.Workers) {
 		wg.Add(1)
@@ -213,8 +210,9 @@ func (c *Controller) NamespaceChanged(ns string) {
 	}
 }
 
-// FederatedNamespace returns the FederatedNamespace of ns from the cache
-// of the Namespace type's controller, nil when there is none.
+// FederatedNamespace returns KubeFed's view of the FederatedNamespace of
+// ns from the cache of the Namespace type's controller, nil when there is
+// none.
 func (c *Controller) FederatedNamespace(ns string) (*unstructured.Unstructured, error) {
 	if !c.typ.IsNamespace() {
 		return nil, fmt.Errorf("%s is not the Namespace type", c.typ.Name)
@@ -226,7 +224,7 @@ func (c *Controller) FederatedNamespace(ns string) (*unstructured.Unstructured, 
 	if err != nil || !ok {
 		return nil, err
 	}
-	return obj.(*unstructured.Unstructured), nil
+	return c.view(obj.(*unstructured.Unstructured))
 }
 
 // enqueueForMember queues the federated object a member object belongs
@@ -286,14 +284,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.written.seen(key, "")
 		return false, nil
 	}
-	fed := obj.(*unstructured.Unstructured)
-	deleting := fed.GetDeletionTimestamp() != nil
-	switch hasFinalizer := slices.Contains(fed.GetFinalizers(), Finalizer); {
+	// stored is the object as the plane stores it (v1beta2), what the
+	// controller writes; fed is KubeFed's view of it, what it decides
+	// from.
+	stored := obj.(*unstructured.Unstructured)
+	deleting := stored.GetDeletionTimestamp() != nil
+	switch hasFinalizer := slices.Contains(stored.GetFinalizers(), Finalizer); {
 	case deleting && !hasFinalizer:
 		c.records.forget(key)
 		return false, nil
 	case !deleting && !hasFinalizer:
-		if c.finalized.pending(key, fed.GetResourceVersion()) {
+		if c.finalized.pending(key, stored.GetResourceVersion()) {
 			// Our finalizer patch is newer than the cache: its update
 			// event enqueues the object again (and, should it never
 			// come, this does).
@@ -301,20 +302,24 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			return false, nil
 		}
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizer).Inc()
-		updated, err := c.setFinalizer(ctx, fed, true)
+		updated, err := c.setFinalizer(ctx, stored, true)
 		if err != nil {
 			return false, fmt.Errorf("adding finalizer: %w", err)
 		}
 		c.finalized.wrote(key, updated.GetResourceVersion())
-		fed = updated
+		stored = updated
 	default:
 		c.finalized.forget(key)
 	}
+	fed, err := c.view(stored)
+	if err != nil {
+		return false, err
+	}
 	var w work
 	if !deleting {
-		if w, err = readWork(fed); err != nil {
+		if w, err = readWork(stored, fed); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
-			return false, c.writeStatus(ctx, fed, report{fail: failure{"InvalidObject", err.Error()}})
+			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"InvalidObject", err.Error()}})
 		}
 	}
 	rec := c.records.get(key)
@@ -326,7 +331,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	decision, err := Plan(in)
 	if err != nil {
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
-		return false, c.writeStatus(ctx, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
+		return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
 	}
 	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
@@ -401,7 +406,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			return true, err
 		}
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizerRemove).Inc()
-		if _, err := c.setFinalizer(ctx, fed, false); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.setFinalizer(ctx, stored, false); err != nil && !apierrors.IsNotFound(err) {
 			return true, fmt.Errorf("removing finalizer: %w", err)
 		}
 		c.records.forget(key)
@@ -424,7 +429,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if decision.NamespaceNotFederated {
 		rep.fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
 	}
-	return requeue, c.writeStatus(ctx, fed, rep)
+	return requeue, c.writeStatus(ctx, stored, fed, rep)
 }
 
 // reflow puts the member object's status and readiness in cs, from the
@@ -474,7 +479,9 @@ type work struct {
 	mask sets.Set[string]
 }
 
-func readWork(fed *unstructured.Unstructured) (work, error) {
+// readWork decodes the spec from KubeFed's view fed, and the placement
+// mask, which v1beta1 cannot express, from the stored object.
+func readWork(stored, fed *unstructured.Unstructured) (work, error) {
 	var w work
 	var err error
 	if w.spec, w.template, err = decodeSpec(fed); err != nil {
@@ -487,7 +494,7 @@ func readWork(fed *unstructured.Unstructured) (work, error) {
 		return w, err
 	}
 	w.retainReplicas = w.spec.RetainReplicas != nil && *w.spec.RetainReplicas
-	if mask, ok := placement.MaskClusters(fed.Object); ok {
+	if mask, ok := placement.MaskClusters(stored.Object); ok {
 		w.mask = sets.New(mask...)
 	}
 	return w, nil
@@ -630,13 +637,6 @@ func nextRecord(rec *propagated, w work, in Input, intents []Intent, results []r
 		}
 	}
 	return next
-}
-
-func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
-	if c.typ.Namespaced {
-		return c.env.Plane.Resource(c.typ.Federated).Namespace(namespace)
-	}
-	return c.env.Plane.Resource(c.typ.Federated)
 }
 
 // targetName is the member object's namespace and name.

@@ -46,8 +46,9 @@ type report struct {
 
 // writeStatus sets status.clusters, the Propagation and Ready conditions,
 // the propagated and ready counts and observedGeneration, and writes them
-// only when they changed.
-func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, rep report) error {
+// only when they changed. The status is computed in KubeFed's terms from
+// fed, the view, and written to stored, the object as the plane stores it.
+func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.Unstructured, rep report) error {
 	clusters, details, fail := rep.clusters, rep.details, rep.fail
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
 	var cur typesv1b1.Status
@@ -158,10 +159,8 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 	if err != nil {
 		return err
 	}
-	obj := fed.DeepCopy()
-	obj.Object["status"] = content
 	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	if err := c.updateStatus(ctx, obj); err != nil {
+	if err := c.updateStatus(ctx, stored, content); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

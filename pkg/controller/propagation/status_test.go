@@ -219,22 +219,31 @@ func TestWriteStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fed := fedWithStatus(t, tc.cur)
+			// The plane stores v1beta2; the controller decides from its
+			// v1beta1 view.
+			stored := fedWithStatus(t, tc.cur)
+			if err := conversion.Convert(stored.Object, "types.kubefed.io/v1beta2"); err != nil {
+				t.Fatal(err)
+			}
 			var plane *dynamicfake.FakeDynamicClient
 			if tc.absent {
 				plane = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-					map[schema.GroupVersionResource]string{deploymentType.Federated: "FederatedDeploymentList"})
+					map[schema.GroupVersionResource]string{deploymentType.Stored: "FederatedDeploymentList"})
 			} else {
-				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), fed.DeepCopy())
+				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), stored.DeepCopy())
 			}
 			plane.ClearActions()
 			c := &Controller{typ: deploymentType, env: Env{Plane: plane}}
+			fed, err := c.view(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
 			before := time.Now().Add(-time.Second)
 			var fail failure
 			if tc.failure != "" {
 				fail = failure{"InvalidObject", tc.failure}
 			}
-			err := c.writeStatus(context.Background(), fed, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail})
+			err = c.writeStatus(context.Background(), stored, fed, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail})
 			if err != nil {
 				t.Fatalf("writeStatus: %v", err)
 			}
@@ -313,7 +322,8 @@ func TestWriteStatus(t *testing.T) {
 			}
 			// Writing the written status again is a no-op.
 			plane.ClearActions()
-			if err := c.writeStatus(context.Background(), obj, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail}); err != nil {
+			written := updates[0].GetObject().(*unstructured.Unstructured)
+			if err := c.writeStatus(context.Background(), written, obj, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail}); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(plane.Actions()); n != 0 {

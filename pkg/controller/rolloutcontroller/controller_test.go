@@ -178,7 +178,7 @@ func TestReconcile(t *testing.T) {
 				return true, written, nil
 			})
 			recorder := record.NewFakeRecorder(10)
-			c := New(fedDeploy, client, recorder, DefaultOptions())
+			c := New(fedDeploy, client, Caches{}, recorder, DefaultOptions())
 			c.now = func() time.Time { return now }
 			if err := c.informer.GetStore().Add(tc.obj); err != nil {
 				t.Fatal(err)

@@ -70,10 +70,13 @@ type Env struct {
 
 // Controller propagates the objects of one federated type.
 type Controller struct {
-	typ      *Type
-	policy   Policy
-	opts     Options
-	env      Env
+	typ    *Type
+	policy Policy
+	opts   Options
+	env    Env
+	// objs is each object's state: its record and the bookkeeping
+	// below, which all keep their part in it.
+	objs     *objects
 	records  *versionStore
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
@@ -100,20 +103,22 @@ func New(t *Type, opts Options, env Env) *Controller {
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, opts.RetryMax),
 	)
+	objs := newObjects()
 	c := &Controller{
 		typ:     t,
 		policy:  PolicyFor(t),
 		opts:    opts,
 		env:     env,
-		records: newVersionStore(env.Plane, t),
+		objs:    objs,
+		records: newVersionStore(env.Plane, t, objs),
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 
-		statusWrites: newWriteLimiter(opts.StatusInterval),
-		settle:       newSettler(opts.StatusInterval),
-		written:      newLastWrites(),
-		finalized:    &finalizerPatches{m: map[string]finalizerPatch{}},
-		propagating:  newSince(),
-		reflowing:    newSince(),
+		statusWrites: newWriteLimiter(objs, opts.StatusInterval),
+		settle:       newSettler(objs, opts.StatusInterval),
+		written:      newLastWrites(objs),
+		finalized:    &finalizerPatches{objs: objs},
+		propagating:  newSince(objs, propagatingMark),
+		reflowing:    newSince(objs, reflowingMark),
 	}
 	registerMetrics()
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Stored, metav1.NamespaceAll, 0,
@@ -188,6 +193,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// Informer is the controller's cache of the type's federated objects, in
+// Type.Stored: others of the type (its rollout controller) read it
+// rather than watch the type again. It runs with the controller.
+func (c *Controller) Informer() cache.SharedIndexInformer { return c.informer }
 
 // HasSynced reports whether the controller's cache of federated objects
 // is loaded.
@@ -276,12 +286,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return false, err
 	}
 	if !exists {
-		c.finalized.forget(key)
-		c.records.forget(key)
-		c.settle.done(key)
-		c.propagating.forget(key)
-		c.reflowing.forget(key)
-		c.written.seen(key, "")
+		c.objs.forget(key)
 		return false, nil
 	}
 	// stored is the object as the plane stores it (v1beta2), what the
@@ -336,63 +341,18 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
 	cur := statusOf(fed)
-	rep := report{placed: sets.New[string](), details: map[string]string{}, cur: &cur}
-	prev := map[string]typesv1b1.ClusterStatus{}
-	for _, cs := range cur.Clusters {
-		prev[cs.Name] = cs
-	}
-	ns, name := c.typ.targetName(fed)
-	// pending: a member's cache has not shown what this reconcile found
-	// or wrote there yet, so its readiness is not known.
-	pending := false
-	// everywhere: every selected member outside the mask holds the
-	// object's generation.
-	everywhere := !deleting && !decision.NamespaceNotFederated
 	for i, it := range decision.Intents {
-		r := results[i]
-		if it.Verb == Ensure && (r.status != StatusOK || r.err != nil || r.retry) {
-			everywhere = false
-		}
-		if r.retry || r.err != nil {
-			requeue = true
-		}
-		if r.err != nil {
+		if r := results[i]; r.err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, r.status, "cluster %s: %v", it.Clusters[0], r.err)
 		}
-		if !it.Report && !(it.Verb != Ensure && r.status != StatusOK) {
-			continue
-		}
-		// Placed: written, held back, or in conflict with the cluster
-		// written (only those carry a Writer).
-		placed := !deleting && (it.Verb == Ensure || it.Writer != "")
-		for _, cl := range it.Clusters {
-			cs := prev[cl]
-			cs.Name, cs.Status = cl, r.status
-			if it.Verb == Ensure && r.status == StatusOK {
-				cs.Generation = fed.GetGeneration()
-			}
-			switch {
-			case it.Status == StatusPlacementConflict:
-				rep.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
-				cs.Ready, cs.RemoteStatus = nil, nil
-			case it.Status == StatusOutsideWorkspace:
-				rep.details[cl] = "another namespace's cell or a cluster dedicated to another tenant: never written for this object"
-				cs.Ready, cs.RemoteStatus = nil, nil
-			case placed:
-				ok, behind := c.reflow(&cs, members[it.Member], ns, name, r.version)
-				if !ok {
-					requeue = true // the member's cache is still loading
-				}
-				pending = pending || behind
-			default:
-				cs.Ready, cs.RemoteStatus = nil, nil
-			}
-			if placed {
-				rep.placed.Insert(cl)
-			}
-			rep.clusters = append(rep.clusters, cs)
-		}
 	}
+	var seen map[string]observation
+	if !deleting {
+		seen = c.observe(fed, decision.Intents, members)
+	}
+	out := clusterStatuses(cur, fed.GetGeneration(), deleting, decision.NamespaceNotFederated, decision.Intents, results, seen)
+	rep, pending, everywhere := out.report, out.pending, out.everywhere
+	requeue = requeue || out.requeue
 	if everywhere && !requeue {
 		// Observed here, once the members are written (the record and
 		// status writes that follow are not part of it).
@@ -432,40 +392,41 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	return requeue, c.writeStatus(ctx, stored, fed, rep)
 }
 
-// reflow puts the member object's status and readiness in cs, from the
-// member's cache: driven by the member's watch events, which requeue the
-// object. written is the member object's version this reconcile wrote
-// (or found right); a cache that has not caught up with it says nothing
-// about the new object yet, so readiness waits for the watch event. A
-// member that is not ready keeps the last known values. ok is false when
-// the member is ready but its cache is still loading: the object is
-// tried again shortly, as nothing else would requeue a held back one.
-//
-// behind is true when the member's cache does not show the version
-// written yet (or not the object at all): its watch event is on the way.
-func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok, behind bool) {
-	if m == nil || !m.Ready() {
-		return true, false
-	}
-	obj, err := m.Get(c.typ.Target, ns, name)
-	if err != nil {
-		return false, false
-	}
-	ready := false
-	cs.Ready, cs.RemoteStatus = &ready, nil
-	if obj == nil {
-		return true, written != ""
-	}
-	if st, ok := obj.Object["status"]; ok {
-		if raw, err := json.Marshal(st); err == nil {
-			cs.RemoteStatus = &runtime.RawExtension{Raw: raw}
+// observe reads, once per member, what the member's cache shows of the
+// object where a status row needs it (the placed clusters'): the input of
+// clusterStatuses.
+func (c *Controller) observe(fed *unstructured.Unstructured, intents []Intent, members map[string]*clusters.Member) map[string]observation {
+	ns, name := c.typ.targetName(fed)
+	seen := map[string]observation{}
+	for _, it := range intents {
+		if it.Member == "" || (it.Verb != Ensure && it.Writer == "") || it.Status == StatusPlacementConflict || it.Status == StatusOutsideWorkspace {
+			continue
+		}
+		if _, ok := seen[it.Member]; ok {
+			continue
+		}
+		m := members[it.Member]
+		if m == nil || !m.Ready() {
+			seen[it.Member] = observation{state: observedNothing}
+			continue
+		}
+		obj, err := m.Get(c.typ.Target, ns, name)
+		switch {
+		case err != nil:
+			seen[it.Member] = observation{state: observedLoading}
+		case obj == nil:
+			seen[it.Member] = observation{state: observedAbsent}
+		default:
+			o := observation{state: observedPresent, version: objectVersion(obj), ready: c.policy.Ready == nil || c.policy.Ready(obj)}
+			if st, ok := obj.Object["status"]; ok {
+				if raw, err := json.Marshal(st); err == nil {
+					o.remoteStatus = &runtime.RawExtension{Raw: raw}
+				}
+			}
+			seen[it.Member] = o
 		}
 	}
-	if written != "" && objectVersion(obj) != written {
-		return true, true
-	}
-	ready = c.policy.Ready == nil || c.policy.Ready(obj)
-	return true, false
+	return seen
 }
 
 // work is what a federated object asks for, decoded once per reconcile.

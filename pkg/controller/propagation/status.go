@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,88 +49,13 @@ type report struct {
 // only when they changed. The status is computed in KubeFed's terms from
 // fed, the view, and written to stored, the object as the plane stores it.
 func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.Unstructured, rep report) error {
-	clusters, details, fail := rep.clusters, rep.details, rep.fail
-	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
 	var cur typesv1b1.Status
 	if rep.cur != nil {
 		cur = *rep.cur
 	} else {
 		cur = statusOf(fed)
 	}
-	cond := typesv1b1.Condition{Type: PropagationCondition, Status: "True"}
-	var bad, held, notReady []string
-	placed, released, propagated, ready := 0, 0, 0, 0
-	for _, cs := range clusters {
-		switch cs.Status {
-		case StatusOK:
-		case StatusHeldBack:
-			held = append(held, cs.Name)
-		default:
-			s := cs.Name + ": " + cs.Status
-			if d := details[cs.Name]; d != "" {
-				s += " (" + d + ")"
-			}
-			bad = append(bad, s)
-		}
-		if !rep.placed.Has(cs.Name) {
-			continue
-		}
-		placed++
-		if cs.Status != StatusHeldBack {
-			released++
-		}
-		if cs.Status == StatusOK && cs.Generation == fed.GetGeneration() {
-			propagated++
-		}
-		if cs.Ready != nil && *cs.Ready {
-			ready++
-		} else {
-			notReady = append(notReady, cs.Name)
-		}
-	}
-	switch {
-	case fail.reason != "" && len(bad) > 0:
-		cond.Status, cond.Reason = "False", fail.reason
-		cond.Message = fmt.Sprintf("%s; %d of %d clusters not propagated: %s", fail.message, len(bad), len(clusters), strings.Join(bad, ", "))
-	case fail.reason != "":
-		cond.Status, cond.Reason, cond.Message = "False", fail.reason, fail.message
-	case len(bad) > 0:
-		cond.Status, cond.Reason = "False", "CheckClusters"
-		cond.Message = fmt.Sprintf("%d of %d clusters not propagated: %s", len(bad), len(clusters), strings.Join(bad, ", "))
-	case len(held) > 0:
-		cond.Reason = "PlacementMask"
-		cond.Message = fmt.Sprintf("%d of %d clusters held back by the placement mask: %s", len(held), len(clusters), strings.Join(held, ", "))
-	}
-	readyCond := typesv1b1.Condition{Type: ReadyCondition, Status: "True"}
-	switch {
-	case fail.reason != "":
-		readyCond.Status, readyCond.Reason, readyCond.Message = "Unknown", fail.reason, "the object is not propagated as asked"
-	case len(notReady) > 0:
-		readyCond.Status, readyCond.Reason = "False", "NotReady"
-		readyCond.Message = fmt.Sprintf("%d of %d placed clusters not ready: %s", len(notReady), placed, strings.Join(notReady, ", "))
-	}
-	conds := []typesv1b1.Condition{stamp(cond, cur.Conditions), stamp(readyCond, cur.Conditions)}
-	// KubeFed reports a cluster that is OK with no status (its
-	// ClusterPropagationOK is ""); v1beta2 readers see "OK".
-	reported := make([]typesv1b1.ClusterStatus, len(clusters))
-	for i, cs := range clusters {
-		reported[i] = cs
-		if cs.Status == StatusOK {
-			reported[i].Status = ""
-		}
-	}
-	next := typesv1b1.Status{
-		ObservedGeneration: fed.GetGeneration(), Conditions: conds, Clusters: reported,
-		Released: fmt.Sprintf("%d/%d", released, placed), Propagated: fmt.Sprintf("%d/%d", propagated, placed),
-	}
-	if c.policy.Ready != nil {
-		next.Ready = fmt.Sprintf("%d/%d", ready, placed)
-	}
-	for _, old := range cur.Conditions {
-		if old.Type != PropagationCondition && old.Type != ReadyCondition {
-			next.Conditions = append(next.Conditions, old)
-		}
-	}
+	next := nextStatus(cur, fed.GetGeneration(), rep, c.policy.Ready != nil, metav1.Now())
 	key := c.statusWrites.key(fed)
 	if sameStatus(cur, next) {
 		c.reflowing.forget(key) // nothing a member reported changes it
@@ -174,20 +99,105 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 	return nil
 }
 
-// writeLimiter spaces the status writes of each object by an interval.
-// A nil limiter never waits.
-type writeLimiter struct {
-	interval time.Duration
-	mu       sync.Mutex
-	last     map[string]time.Time
-	pruned   time.Time
+// nextStatus is the status a reconcile's report asks for: status.clusters
+// in name order (KubeFed's OK said as no status), the Propagation and
+// Ready conditions (times kept from cur while they hold), the released,
+// propagated and (for types with readiness) ready counts over the placed
+// clusters, observedGeneration, and cur's other conditions after ours. A
+// pure function of its arguments, so every rule is a table test.
+func nextStatus(cur typesv1b1.Status, generation int64, rep report, readiness bool, now metav1.Time) typesv1b1.Status {
+	clusters, details, fail := slices.Clone(rep.clusters), rep.details, rep.fail
+	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
+	cond := typesv1b1.Condition{Type: PropagationCondition, Status: "True"}
+	var bad, held, notReady []string
+	placed, released, propagated, ready := 0, 0, 0, 0
+	for _, cs := range clusters {
+		switch cs.Status {
+		case StatusOK:
+		case StatusHeldBack:
+			held = append(held, cs.Name)
+		default:
+			s := cs.Name + ": " + cs.Status
+			if d := details[cs.Name]; d != "" {
+				s += " (" + d + ")"
+			}
+			bad = append(bad, s)
+		}
+		if !rep.placed.Has(cs.Name) {
+			continue
+		}
+		placed++
+		if cs.Status != StatusHeldBack {
+			released++
+		}
+		if cs.Status == StatusOK && cs.Generation == generation {
+			propagated++
+		}
+		if cs.Ready != nil && *cs.Ready {
+			ready++
+		} else {
+			notReady = append(notReady, cs.Name)
+		}
+	}
+	switch {
+	case fail.reason != "" && len(bad) > 0:
+		cond.Status, cond.Reason = "False", fail.reason
+		cond.Message = fmt.Sprintf("%s; %d of %d clusters not propagated: %s", fail.message, len(bad), len(clusters), strings.Join(bad, ", "))
+	case fail.reason != "":
+		cond.Status, cond.Reason, cond.Message = "False", fail.reason, fail.message
+	case len(bad) > 0:
+		cond.Status, cond.Reason = "False", "CheckClusters"
+		cond.Message = fmt.Sprintf("%d of %d clusters not propagated: %s", len(bad), len(clusters), strings.Join(bad, ", "))
+	case len(held) > 0:
+		cond.Reason = "PlacementMask"
+		cond.Message = fmt.Sprintf("%d of %d clusters held back by the placement mask: %s", len(held), len(clusters), strings.Join(held, ", "))
+	}
+	readyCond := typesv1b1.Condition{Type: ReadyCondition, Status: "True"}
+	switch {
+	case fail.reason != "":
+		readyCond.Status, readyCond.Reason, readyCond.Message = "Unknown", fail.reason, "the object is not propagated as asked"
+	case len(notReady) > 0:
+		readyCond.Status, readyCond.Reason = "False", "NotReady"
+		readyCond.Message = fmt.Sprintf("%d of %d placed clusters not ready: %s", len(notReady), placed, strings.Join(notReady, ", "))
+	}
+	conds := []typesv1b1.Condition{stamp(cond, cur.Conditions, now), stamp(readyCond, cur.Conditions, now)}
+	// KubeFed reports a cluster that is OK with no status (its
+	// ClusterPropagationOK is ""); v1beta2 readers see "OK".
+	reported := make([]typesv1b1.ClusterStatus, len(clusters))
+	for i, cs := range clusters {
+		reported[i] = cs
+		if cs.Status == StatusOK {
+			reported[i].Status = ""
+		}
+	}
+	next := typesv1b1.Status{
+		ObservedGeneration: generation, Conditions: conds, Clusters: reported,
+		Released: fmt.Sprintf("%d/%d", released, placed), Propagated: fmt.Sprintf("%d/%d", propagated, placed),
+	}
+	if readiness {
+		next.Ready = fmt.Sprintf("%d/%d", ready, placed)
+	}
+	for _, old := range cur.Conditions {
+		if old.Type != PropagationCondition && old.Type != ReadyCondition {
+			next.Conditions = append(next.Conditions, old)
+		}
+	}
+	return next
 }
 
-func newWriteLimiter(interval time.Duration) *writeLimiter {
+// writeLimiter spaces the status writes of each object by an interval,
+// keeping the last write's time in the object's state. A nil limiter
+// never waits.
+type writeLimiter struct {
+	interval time.Duration
+	objs     *objects
+}
+
+func newWriteLimiter(objs *objects, interval time.Duration) *writeLimiter {
 	if interval <= 0 {
 		return nil
 	}
-	return &writeLimiter{interval: interval, last: map[string]time.Time{}}
+	return &writeLimiter{interval: interval, objs: objs}
 }
 
 func (l *writeLimiter) key(fed *unstructured.Unstructured) string {
@@ -198,37 +208,26 @@ func (l *writeLimiter) key(fed *unstructured.Unstructured) string {
 }
 
 // wait is how long the object's next status write has to wait.
-func (l *writeLimiter) wait(fed *unstructured.Unstructured) time.Duration {
+func (l *writeLimiter) wait(fed *unstructured.Unstructured) (wait time.Duration) {
 	if l == nil {
 		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	last, ok := l.last[l.key(fed)]
-	if !ok {
-		return 0
-	}
-	return max(0, l.interval-time.Since(last))
+	l.objs.update(l.key(fed), func(st *state) {
+		if st.statusAt.IsZero() {
+			return
+		}
+		if wait = l.interval - time.Since(st.statusAt); wait <= 0 {
+			wait, st.statusAt = 0, time.Time{} // long ago: nothing to keep
+		}
+	})
+	return wait
 }
 
 func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	l.last[l.key(fed)] = now
-	// Forget objects written long ago, so the map follows the objects
-	// being written, not every object ever written.
-	if len(l.last) > 1024 && now.Sub(l.pruned) > l.interval {
-		l.pruned = now
-		for k, t := range l.last {
-			if now.Sub(t) > l.interval {
-				delete(l.last, k)
-			}
-		}
-	}
+	l.objs.update(l.key(fed), func(st *state) { st.statusAt = time.Now() })
 }
 
 // staleCacheRetry is how soon a status write waiting for the cache to show
@@ -241,8 +240,7 @@ const staleCacheRetry = 100 * time.Millisecond
 // status again, or a different one bound to conflict. A nil lastWrites
 // remembers nothing.
 type lastWrites struct {
-	mu sync.Mutex
-	m  map[string]lastWrite
+	objs *objects
 }
 
 type lastWrite struct {
@@ -250,24 +248,24 @@ type lastWrite struct {
 	status typesv1b1.Status
 }
 
-func newLastWrites() *lastWrites { return &lastWrites{m: map[string]lastWrite{}} }
+func newLastWrites(objs *objects) *lastWrites { return &lastWrites{objs: objs} }
 
 func (l *lastWrites) set(key, over string, st typesv1b1.Status) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	l.m[key] = lastWrite{over: over, status: st}
-	l.mu.Unlock()
+	l.objs.update(key, func(s *state) { s.written = &lastWrite{over: over, status: st} })
 }
 
-func (l *lastWrites) get(key string) (lastWrite, bool) {
+func (l *lastWrites) get(key string) (w lastWrite, ok bool) {
 	if l == nil {
 		return lastWrite{}, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.m[key]
+	l.objs.read(key, func(s *state) {
+		if s.written != nil {
+			w, ok = *s.written, true
+		}
+	})
 	return w, ok
 }
 
@@ -277,11 +275,11 @@ func (l *lastWrites) seen(key, rv string) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	if w, ok := l.m[key]; ok && w.over != rv {
-		delete(l.m, key)
-	}
-	l.mu.Unlock()
+	l.objs.update(key, func(s *state) {
+		if s.written != nil && s.written.over != rv {
+			s.written = nil
+		}
+	})
 }
 
 // settler holds back the status write of an object while a member it was
@@ -292,34 +290,33 @@ func (l *lastWrites) seen(key, rv string) {
 // max from its first hold, so a watch that never delivers delays its
 // status by max and no more. A nil settler never holds.
 type settler struct {
-	max   time.Duration
-	now   func() time.Time
-	mu    sync.Mutex
-	since map[string]time.Time
+	max  time.Duration
+	now  func() time.Time
+	objs *objects
 }
 
-func newSettler(max time.Duration) *settler {
+func newSettler(objs *objects, max time.Duration) *settler {
 	if max <= 0 {
 		return nil
 	}
-	return &settler{max: max, now: time.Now, since: map[string]time.Time{}}
+	return &settler{max: max, now: time.Now, objs: objs}
 }
 
 // hold returns how much longer key's status write may wait, 0 when it is
 // to be written now.
-func (s *settler) hold(key string) time.Duration {
+func (s *settler) hold(key string) (wait time.Duration) {
 	if s == nil {
 		return 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
-	first, ok := s.since[key]
-	if !ok {
-		s.since[key] = now
-		return s.max
-	}
-	return max(0, s.max-now.Sub(first))
+	s.objs.update(key, func(st *state) {
+		if st.settleSince.IsZero() {
+			st.settleSince, wait = now, s.max
+			return
+		}
+		wait = max(0, s.max-now.Sub(st.settleSince))
+	})
+	return wait
 }
 
 // done forgets key's hold: its status is written (or needs no write).
@@ -327,16 +324,13 @@ func (s *settler) done(key string) {
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
-	delete(s.since, key)
-	s.mu.Unlock()
+	s.objs.update(key, func(st *state) { st.settleSince = time.Time{} })
 }
 
 // stamp sets cond's times from the condition of its type in old: the
 // transition time moves only when the status changes, the update time
 // only when anything does.
-func stamp(cond typesv1b1.Condition, old []typesv1b1.Condition) typesv1b1.Condition {
-	now := metav1.Now()
+func stamp(cond typesv1b1.Condition, old []typesv1b1.Condition, now metav1.Time) typesv1b1.Condition {
 	cond.LastUpdateTime, cond.LastTransitionTime = now, now
 	for _, o := range old {
 		if o.Type != cond.Type || o.Status != cond.Status {

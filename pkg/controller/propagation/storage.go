@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,11 +80,10 @@ func (c *Controller) setFinalizer(ctx context.Context, stored *unstructured.Unst
 	return patched, nil
 }
 
-// finalizerPatches remembers the finalizer patches the cache has not
-// shown yet.
+// finalizerPatches remembers, in each object's state, the finalizer
+// patch the cache has not shown yet.
 type finalizerPatches struct {
-	mu sync.Mutex
-	m  map[string]finalizerPatch
+	objs *objects
 }
 
 type finalizerPatch struct {
@@ -98,31 +96,28 @@ type finalizerPatch struct {
 const finalizerPatchPatience = 10 * time.Second
 
 func (f *finalizerPatches) wrote(key, rv string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.m[key] = finalizerPatch{resourceVersion: rv, at: time.Now()}
+	f.objs.update(key, func(s *state) { s.finalizer = finalizerPatch{resourceVersion: rv, at: time.Now()} })
 }
 
 func (f *finalizerPatches) forget(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, key)
+	f.objs.update(key, func(s *state) { s.finalizer = finalizerPatch{} })
 }
 
 // pending reports whether a finalizer patch of key is newer than the
 // cached resourceVersion cachedRV (and recent).
-func (f *finalizerPatches) pending(key, cachedRV string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.m[key]
-	if !ok {
-		return false
-	}
-	if time.Since(p.at) > finalizerPatchPatience || !olderResourceVersion(cachedRV, p.resourceVersion) {
-		delete(f.m, key)
-		return false
-	}
-	return true
+func (f *finalizerPatches) pending(key, cachedRV string) (pending bool) {
+	f.objs.update(key, func(s *state) {
+		p := s.finalizer
+		if p.at.IsZero() {
+			return
+		}
+		if time.Since(p.at) > finalizerPatchPatience || !olderResourceVersion(cachedRV, p.resourceVersion) {
+			s.finalizer = finalizerPatch{}
+			return
+		}
+		pending = true
+	})
+	return pending
 }
 
 // olderResourceVersion compares two resourceVersions of one object as the

@@ -6,7 +6,7 @@ import (
 )
 
 func TestFinalizerPatches(t *testing.T) {
-	f := &finalizerPatches{m: map[string]finalizerPatch{}}
+	f := &finalizerPatches{objs: newObjects()}
 	if f.pending("ns/a", "5") {
 		t.Fatal("pending without a patch")
 	}
@@ -27,7 +27,9 @@ func TestFinalizerPatches(t *testing.T) {
 	if f.pending("ns/b", "9") {
 		t.Error("a resourceVersion that is no number must not hold the reconcile back")
 	}
-	f.m["ns/c"] = finalizerPatch{resourceVersion: "20", at: time.Now().Add(-2 * finalizerPatchPatience)}
+	f.objs.update("ns/c", func(s *state) {
+		s.finalizer = finalizerPatch{resourceVersion: "20", at: time.Now().Add(-2 * finalizerPatchPatience)}
+	})
 	if f.pending("ns/c", "19") {
 		t.Error("an old patch must not hold the reconcile back forever")
 	}

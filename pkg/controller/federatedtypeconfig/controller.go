@@ -27,6 +27,7 @@ import (
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
@@ -142,6 +143,9 @@ func (s *Controller) sync() {
 		// The type's rollouts run and stop with its propagation.
 		go func() {
 			caches := rolloutcontroller.Caches{Cells: s.caches.Cells(), KubeFedClusters: s.caches.KubeFedClusters()}
+			if t.Stored.Version == typesv1beta2.Version {
+				caches.Federated = ctrl.Informer() // one watch of the type
+			}
 			if err := rolloutcontroller.New(t.Federated, s.plane, caches, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
 				klog.ErrorS(err, "Rollout controller stopped", "type", name)
 			}

@@ -58,6 +58,10 @@ type Caches struct {
 	Cells cache.SharedIndexInformer
 	// KubeFedClusters of the federation namespace.
 	KubeFedClusters cache.SharedIndexInformer
+	// Federated is the type's objects in v1beta2, run by its owner (the
+	// type's propagation controller); nil: the rollout controller
+	// caches the objects under a rollout itself.
+	Federated cache.SharedIndexInformer
 }
 
 // Controller runs the rollouts of one federated type.
@@ -70,8 +74,10 @@ type Controller struct {
 	history  rollout.History
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
-	recorder record.EventRecorder
-	now      func() time.Time
+	// ownInformer: informer is the controller's own, which it runs.
+	ownInformer bool
+	recorder    record.EventRecorder
+	now         func() time.Time
 
 	mu sync.Mutex
 	// recorded is the template hash last recorded per object UID, so an
@@ -98,7 +104,12 @@ func New(federated schema.GroupVersionResource, plane dynamic.Interface, caches 
 		now:      time.Now,
 		recorded: map[string]string{},
 	}
-	// Only objects under a rollout are cached.
+	if caches.Federated != nil {
+		c.informer = caches.Federated
+		return c
+	}
+	// A cache of its own keeps only objects under a rollout.
+	c.ownInformer = true
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(plane, federated, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = rollout.LabelActive + "=true" }).Informer()
 	if err := c.informer.SetTransform(informers.StripManagedFields); err != nil {
@@ -112,17 +123,26 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", "rollout", "resource", c.resource.GroupResource().String())
 	ctx = klog.NewContext(ctx, logger)
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
+	// Only objects under a rollout, or leaving one, are its business.
+	enqueue := func(objs ...any) {
+		for _, obj := range objs {
+			if !active(obj) {
+				continue
+			}
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.queue.Add(key)
+			}
+			return
 		}
 	}
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+		AddFunc: func(o any) { enqueue(o) }, UpdateFunc: func(old, o any) { enqueue(o, old) }, DeleteFunc: func(o any) { enqueue(o) },
 	}); err != nil {
 		return err
 	}
-	go c.informer.Run(ctx.Done())
+	if c.ownInformer {
+		go c.informer.Run(ctx.Done())
+	}
 	synced := []cache.InformerSynced{c.informer.HasSynced}
 	for _, inf := range []cache.SharedIndexInformer{c.caches.Cells, c.caches.KubeFedClusters} {
 		if inf != nil {
@@ -176,7 +196,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	if !exists {
+	if !exists || !active(item) {
 		c.forget()
 		return 0, nil
 	}
@@ -367,13 +387,25 @@ func (c *Controller) forget() {
 	defer c.mu.Unlock()
 	live := map[string]bool{}
 	for _, o := range c.informer.GetStore().List() {
-		live[string(o.(*unstructured.Unstructured).GetUID())] = true
+		if active(o) {
+			live[string(o.(*unstructured.Unstructured).GetUID())] = true
+		}
 	}
 	for uid := range c.recorded {
 		if !live[uid] {
 			delete(c.recorded, uid)
 		}
 	}
+}
+
+// active reports whether obj (or the object of a tombstone) is under a
+// rollout.
+func active(obj any) bool {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	return ok && u.GetLabels()[rollout.LabelActive] == "true"
 }
 
 // candidates are what a selector placement chooses from, from the

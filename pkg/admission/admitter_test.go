@@ -1571,7 +1571,29 @@ func TestValidateFederatedTemplateContent(t *testing.T) {
 		},
 		{
 			name: "a FederatedNamespace needs no template",
+			obj:  strings.Replace(federated("v1beta1", "FederatedNamespace", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"), "name: web", "name: shop", 1),
+		},
+		{
+			// KubeFed propagates the namespace the object is in, whatever
+			// its name: a FederatedNamespace "billing" in shop would report
+			// success doing nothing, and its deletion would remove shop's
+			// namespace from the members.
+			name: "a FederatedNamespace named other than its namespace",
 			obj:  federated("v1beta1", "FederatedNamespace", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+			want: invalid,
+			msgs: []string{"metadata.name", `"web"`, "must be named after its namespace", "name: shop"},
+		},
+		{
+			name: "a v1beta2 FederatedNamespace named other than its namespace",
+			obj:  federated("v1beta2", "FederatedNamespace", "shop", "", "placement: {topologies: [{name: rz00a}]}\ntemplate: null\n"),
+			want: invalid,
+			msgs: []string{"metadata.name", "must be named after its namespace"},
+		},
+		{
+			name: "an existing misnamed FederatedNamespace can still be updated (and so deleted)",
+			op:   Update,
+			obj:  federated("v1beta1", "FederatedNamespace", "shop", "finalizers: []", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+			old:  federated("v1beta1", "FederatedNamespace", "shop", "finalizers: [kubefed.io/sync-controller]", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
 		},
 		{
 			name: "a template annotation that is not a string",

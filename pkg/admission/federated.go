@@ -463,6 +463,13 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 		// empty Namespace is what a FederatedNamespace usually is).
 		errs = append(errs, field.Required(path, fmt.Sprintf("a %s propagates its template: give the %s to create in the members", r.Kind.Kind, t.Kind)))
 	}
+	if t.Group == "" && t.Kind == "Namespace" && r.Operation == Create && r.Name != r.Namespace {
+		// KubeFed propagates the namespace the object is in, whatever the
+		// object's name; a differently named one would report success while
+		// doing nothing, and its deletion would remove that namespace from
+		// the members.
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), r.Name, fmt.Sprintf("a %s must be named after its namespace: it federates the namespace it is in; use name: %s", r.Kind.Kind, r.Namespace)))
+	}
 	if raw, err := json.Marshal(spec); err == nil && len(raw) > MaxSpecBytes && templateChanged(r) {
 		errs = append(errs, field.TooLong(field.NewPath("spec"), "", MaxSpecBytes))
 		errs[len(errs)-1].Detail = fmt.Sprintf("template and overrides take %d bytes; members store objects in etcd, whose requests are limited to 1.5 MiB, so a federated object is limited to %d bytes of spec: split it", len(raw), MaxSpecBytes)

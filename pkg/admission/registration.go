@@ -342,10 +342,7 @@ func csrError(csrPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := csr.CheckSignature(); err != nil {
-		return fmt.Errorf("has an invalid signature: %v", err)
-	}
-	return nil
+	return pki.CheckCSR(csr)
 }
 
 func regForbidden(name, msg string) error {

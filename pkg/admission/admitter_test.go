@@ -1820,5 +1820,19 @@ spec: {cluster: c1}
 			old: namespaceManifest("shop", "cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws")},
 		{name: "an empty namespace can become a workspace", op: Update,
 			obj: namespaceManifest("plain", "cellfed.io/tenant: acme, cellfed.io/workspace: w"), old: namespaceManifest("plain", "")},
+		{name: "a new namespace can be created as a workspace",
+			obj: namespaceManifest("fresh", "cellfed.io/tenant: acme, cellfed.io/workspace: w")},
+		// `tenant create` refuses the plane's namespaces; kubectl label must too.
+		{name: "kube-system labelled into a tenant", op: Update,
+			obj: namespaceManifest("kube-system", "cellfed.io/tenant: acme"), old: namespaceManifest("kube-system", ""), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", "namespace kube-system is reserved for the plane"}},
+		{name: "default created as a workspace",
+			obj: namespaceManifest("default", "cellfed.io/tenant: acme, cellfed.io/workspace: w"), want: forbidden,
+			msgs: []string{"namespace default is reserved for the plane"}},
+		{name: "the federation namespace labelled into a workspace", op: Update,
+			obj: namespaceManifest(fedNamespace, "cellfed.io/workspace: w"), old: namespaceManifest(fedNamespace, ""), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/workspace]", "reserved for the plane"}},
+		{name: "other labels of kube-system change freely", op: Update,
+			obj: namespaceManifest("kube-system", "team: platform"), old: namespaceManifest("kube-system", "")},
 	})
 }

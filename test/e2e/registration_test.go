@@ -183,6 +183,9 @@ func TestRegistrationAPI(t *testing.T) {
 	}
 	wantBootstrapError(t, bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-x", expired.String())), "the plane refused bootstrap token exp123 (401 Unauthorized)")
 
+	// A token for a tenant that does not exist (a typo) is refused.
+	f.ctl.fails(t, "there is no tenant acmee (no namespace labelled cellfed.io/tenant=acmee)", "token", "create", "--tenant=acmee")
+
 	// Deny: nothing the agent sent is kept.
 	tok2 := f.token(t, "--tenant=acme")
 	res2 := bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-2", tok2))

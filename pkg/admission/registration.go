@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/pkg/tenancy"
@@ -34,14 +35,17 @@ import (
 const RegistrationPluginName = "CellfedClusterRegistration"
 
 // RegisterRegistration adds the plugin to plugins.
-func RegisterRegistration(plugins *admission.Plugins) {
+// shared gives the federation namespace, where a registration's
+// KubeFedCluster would be created.
+func RegisterRegistration(plugins *admission.Plugins, shared *Shared) {
 	plugins.Register(RegistrationPluginName, func(io.Reader) (admission.Interface, error) {
-		return &registrationPlugin{Handler: admission.NewHandler(admission.Create, admission.Update)}, nil
+		return &registrationPlugin{Handler: admission.NewHandler(admission.Create, admission.Update), shared: shared}, nil
 	})
 }
 
 type registrationPlugin struct {
 	*admission.Handler
+	shared  *Shared
 	kube    kubernetes.Interface
 	dynamic dynamic.Interface
 }
@@ -174,7 +178,7 @@ func bootstrapTenancy(ctx context.Context, tokens registrationTokens, id string,
 	return tenant, workspace, nil
 }
 
-func (p *registrationPlugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *registrationPlugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !isRegistration(a) {
 		return nil
 	}
@@ -196,6 +200,11 @@ func (p *registrationPlugin) Validate(_ context.Context, a admission.Attributes,
 	if newReg == nil {
 		return nil
 	}
+	if a.GetOperation() == admission.Create && a.GetSubresource() == "" {
+		if err := p.nameFree(ctx, newReg.Name); err != nil {
+			return err
+		}
+	}
 	var groups []string
 	if u := a.GetUserInfo(); u != nil {
 		groups = u.GetGroups()
@@ -208,6 +217,21 @@ func (p *registrationPlugin) Validate(_ context.Context, a admission.Attributes,
 		Object:      newReg,
 		OldObject:   oldReg,
 	})
+}
+
+// nameFree refuses a registration named like a cluster that is already
+// joined: approving it would sign an agent identity for another
+// (possibly another tenant's) cluster.
+func (p *registrationPlugin) nameFree(ctx context.Context, name string) error {
+	ns := p.shared.FederationNamespace
+	_, err := p.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("looking up KubeFedCluster %s/%s: %w", ns, name, err))
+	}
+	return regForbidden(name, fmt.Sprintf("a cluster named %s is already joined (KubeFedCluster %s/%s); register this cluster under another name (cellfed-agent --cluster), or unjoin the existing one first", name, ns, name))
 }
 
 func userName(a admission.Attributes) string {

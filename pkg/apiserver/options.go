@@ -109,7 +109,7 @@ func NewOptions() *Options {
 	crdConversion := &cellfedadmission.CRDConversion{}
 	cellfedadmission.RegisterCRDs(cp.Admission.GenericAdmission.Plugins, crdConversion)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.CRDPluginName)
-	cellfedadmission.RegisterRegistration(cp.Admission.GenericAdmission.Plugins)
+	cellfedadmission.RegisterRegistration(cp.Admission.GenericAdmission.Plugins, shared)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.RegistrationPluginName)
 	// Agents register with Kubernetes bootstrap tokens (Secrets of type
 	// bootstrap.kubernetes.io/token in kube-system; the authenticator

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,6 +230,29 @@ func TestRegistrationAPI(t *testing.T) {
 	f.waitPhase(t, "edge-4", cellv1alpha1.RegistrationPending)
 	f.ctl.ok(t, "registration", "deny", "edge-4")
 	wantBootstrapError(t, res4, "denied the registration of cluster edge-4")
+
+	// A registration named like a joined cluster (another tenant's, say)
+	// is refused at creation; one whose name a cluster took after it was
+	// created is approved in vain: nothing is signed for it.
+	k := framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
+	joinByHand := func(name string) {
+		k.MustRun(t, fmt.Sprintf("apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: %s, namespace: %s}\nspec: {apiEndpoint: \"https://127.0.0.1:1\", secretRef: {name: %s-token}}\n", name, framework.KubeFedNamespace, name), "apply", "-f", "-")
+	}
+	joinByHand("member-2")
+	tok5 := f.token(t, "--tenant=acme")
+	wantBootstrapError(t, bootstrapAsync(ctx, f.agentOptions(t, members[1], "member-2", tok5)), "a cluster named member-2 is already joined (KubeFedCluster kube-federation-system/member-2)")
+	tok6 := f.token(t, "--tenant=acme")
+	bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-6", tok6))
+	f.waitPhase(t, "edge-6", cellv1alpha1.RegistrationPending)
+	joinByHand("edge-6")
+	f.ctl.fails(t, "registration edge-6 is Failed: KubeFedCluster kube-federation-system/edge-6 exists and was not created by this registration", "registration", "approve", "edge-6")
+	reg6 := f.waitPhase(t, "edge-6", cellv1alpha1.RegistrationFailed)
+	if c := apimeta.FindStatusCondition(reg6.Status.Conditions, cellv1alpha1.RegistrationConditionReady); c == nil || c.Reason != registration.ReasonClusterExists {
+		t.Errorf("edge-6 Ready condition %+v, want reason %s", c, registration.ReasonClusterExists)
+	}
+	if len(reg6.Status.Certificate) != 0 {
+		t.Errorf("a certificate was signed for edge-6, whose name a joined cluster holds")
+	}
 
 	// edge-1's agent may not touch edge-2's registration, nor approve
 	// anything.

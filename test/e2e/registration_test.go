@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -117,6 +119,16 @@ func TestRegistrationAPI(t *testing.T) {
 	secret, err := f.plane.Client(t).CoreV1().Secrets(framework.KubeFedNamespace).Get(ctx, "edge-1-token", metav1.GetOptions{})
 	if err != nil || len(secret.Data["token"]) == 0 {
 		t.Fatalf("credentials Secret: %v", err)
+	}
+	// The member's token is in no row of the database in clear: not in
+	// the Secret, nor in any revision of the registration that carried it
+	// (ClusterRegistrations are encrypted at rest).
+	db := framework.OpenRawDatabase(t, f.plane.DataDir, "")
+	memberToken := secret.Data["token"]
+	for _, r := range framework.RawRows(t, db, "") {
+		if bytes.Contains(r.Value, memberToken) || bytes.Contains(r.Value, []byte(base64.StdEncoding.EncodeToString(memberToken))) {
+			t.Errorf("row %d (%s) of the database holds the member's service-account token in clear", r.ID, r.Name)
+		}
 	}
 
 	// The same token cannot register a second cluster, even while the

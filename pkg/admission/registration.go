@@ -102,6 +102,46 @@ func (t pluginTokens) UsedBy(ctx context.Context, id string) (string, time.Time,
 	return "", time.Time{}, nil
 }
 
+// claim marks token id used by the registration name, atomically: the
+// update carries the Secret's resourceVersion, so of two registrations
+// created at the same instant with one token exactly one claims it and
+// the other is refused. A claim by the same name again (a retried
+// create) is allowed.
+func (t pluginTokens) claim(ctx context.Context, id, name string) error {
+	secrets := t.kube.CoreV1().Secrets(registration.BootstrapTokenNamespace)
+	for range 5 {
+		s, err := secrets.Get(ctx, registration.TokenSecretName(id), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return regForbidden(name, fmt.Sprintf("bootstrap token %s no longer exists; create a new one with `cellfedctl token create`", id))
+		}
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("reading bootstrap token %s: %w", id, err))
+		}
+		switch by := s.Annotations[registration.AnnotationTokenUsedBy]; by {
+		case name:
+			return nil
+		case "":
+		default:
+			return regForbidden(name, fmt.Sprintf("bootstrap token %s was already used to register cluster %s at %s; a token registers one cluster only: create a new one with `cellfedctl token create`", id, by, s.Annotations[registration.AnnotationTokenUsedAt]))
+		}
+		s = s.DeepCopy()
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[registration.AnnotationTokenUsedBy] = name
+		s.Annotations[registration.AnnotationTokenUsedAt] = time.Now().UTC().Format(time.RFC3339)
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return apierrors.NewInternalError(fmt.Errorf("marking bootstrap token %s used: %w", id, err))
+		}
+		// Someone else wrote the Secret first: read again and see who.
+	}
+	return apierrors.NewConflict(cellv1alpha1.ClusterRegistrationsResource.GroupResource(), name, fmt.Errorf("bootstrap token %s is being claimed concurrently; retry", id))
+}
+
 func isRegistration(a admission.Attributes) bool {
 	return a.GetResource().GroupResource() == cellv1alpha1.ClusterRegistrationsResource.GroupResource()
 }
@@ -155,14 +195,14 @@ func bootstrapTenancy(ctx context.Context, tokens registrationTokens, id string,
 	if secret == nil {
 		return "", "", regForbidden(reg.Name, fmt.Sprintf("bootstrap token %s no longer exists; create a new one with `cellfedctl token create`", id))
 	}
-	if by := secret.Annotations[registration.AnnotationTokenUsedBy]; by != "" {
+	if by := secret.Annotations[registration.AnnotationTokenUsedBy]; by != "" && by != reg.Name {
 		return "", "", regForbidden(reg.Name, fmt.Sprintf("bootstrap token %s was already used to register cluster %s at %s; a token registers one cluster only: create a new one with `cellfedctl token create`", id, by, secret.Annotations[registration.AnnotationTokenUsedAt]))
 	}
 	by, at, err := tokens.UsedBy(ctx, id)
 	if err != nil {
 		return "", "", apierrors.NewInternalError(fmt.Errorf("looking up registrations of bootstrap token %s: %w", id, err))
 	}
-	if by != "" {
+	if by != "" && by != reg.Name {
 		return "", "", regForbidden(reg.Name, fmt.Sprintf("bootstrap token %s was already used to register cluster %s at %s; a token registers one cluster only: create a new one with `cellfedctl token create`", id, by, at.UTC().Format(time.RFC3339)))
 	}
 	tenant, workspace := registration.TokenTenancy(secret)
@@ -209,14 +249,22 @@ func (p *registrationPlugin) Validate(ctx context.Context, a admission.Attribute
 	if u := a.GetUserInfo(); u != nil {
 		groups = u.GetGroups()
 	}
-	return ValidateRegistration(RegistrationRequest{
+	if err := ValidateRegistration(RegistrationRequest{
 		Operation:   Operation(a.GetOperation()),
 		SubResource: a.GetSubresource(),
 		User:        userName(a),
 		Groups:      groups,
 		Object:      newReg,
 		OldObject:   oldReg,
-	})
+	}); err != nil {
+		return err
+	}
+	// Last, once nothing else refuses the registration: its bootstrap
+	// token is claimed for it, atomically.
+	if id, ok := registration.TokenIDOfUser(userName(a)); ok && a.GetOperation() == admission.Create && a.GetSubresource() == "" {
+		return pluginTokens{p.kube, p.dynamic}.claim(ctx, id, newReg.Name)
+	}
+	return nil
 }
 
 // nameFree refuses a registration named like a cluster that is already

@@ -62,6 +62,18 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 	direct := framework.StartMembers(t, 1)[0]
 	f.ctl.ok(t, "join", "direct-1", "--kubeconfig-member="+direct.Kubeconfig)
 
+	// An agent with a certificate issued by hand (no registration) is
+	// refused: this plane does not run with
+	// --tunnel-allow-unregistered-agents.
+	strayCert, strayKey := framework.IssueAgentCert(t, f.plane, "stray", time.Hour)
+	stray := framework.StartAgent(t, f.plane, ports, framework.AgentOptions{Cluster: "stray", CertFile: strayCert, KeyFile: strayKey, Kubeconfig: direct.Kubeconfig, NetNS: ns})
+	if err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+		return strings.Contains(stray.Tail(50), "cluster stray has no ClusterRegistration; register it"), nil
+	}); err != nil {
+		t.Errorf("the hand-issued agent was not refused for want of a registration: %v\nagent log:\n%s", err, stray.Tail(20))
+	}
+	stray.Stop(5 * time.Second)
+
 	var member *framework.Server
 	var agentArgs []string
 	if ns != nil {

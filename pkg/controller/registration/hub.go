@@ -68,10 +68,14 @@ func (c *Controller) Admit(_ context.Context, cluster string, _ *x509.Certificat
 		return fmt.Errorf("reading the registration of cluster %s: %w", cluster, err)
 	}
 	if reg == nil {
-		// A certificate the holder of the agent CA key issued by hand
-		// (no registration). A registration that issued certificates
-		// cannot disappear before they expire (its finalizer).
-		return nil
+		// A certificate the holder of the agent CA key issued by hand (a
+		// registration that issued certificates cannot disappear before
+		// they expire: its finalizer). Admitted only when the plane is
+		// told to.
+		if c.opts.AllowUnregisteredAgents {
+			return nil
+		}
+		return fmt.Errorf("cluster %s has no ClusterRegistration; register it (cellfed-agent with a bootstrap token from `cellfedctl token create`), or start the plane with --tunnel-allow-unregistered-agents to admit agent certificates issued by hand", cluster)
 	}
 	if reg.DeletionTimestamp != nil {
 		return fmt.Errorf("the registration of cluster %s is being deleted; its agent certificates are refused until they expire", cluster)

@@ -5,10 +5,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -115,6 +118,13 @@ func Run(ctx context.Context, o *Options) error {
 	server, err := newServerChain(completed, self)
 	if err != nil {
 		return err
+	}
+	if hub != nil {
+		// A hub whose agent listener failed leaves tunnelled members
+		// unreachable: the plane is not ready, and says why.
+		if err := server.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("tunnel-hub", func(*http.Request) error { return hub.Healthy() })); err != nil {
+			return fmt.Errorf("adding the tunnel hub's readiness check: %w", err)
+		}
 	}
 	// The conversion webhook of the federated types is served by the plane
 	// itself; the API server calls it with its loopback identity.

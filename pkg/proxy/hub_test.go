@@ -329,3 +329,45 @@ func TestAgentBacksOffWhenRefused(t *testing.T) {
 	admit.Store(true)
 	poll("the admitted agent", func() bool { return h.Connected("gamma") == 1 && a.Refusal() == nil })
 }
+
+// TestHubHealth: the hub reports healthy while it serves and says why
+// once its agent listener fails (the plane's /readyz shows it).
+func TestHubHealth(t *testing.T) {
+	f := pki.Files{Dir: t.TempDir()}
+	if err := pki.Ensure(f, pki.Options{AdminUser: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pki.EnsureAgentCA(f); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.AgentPort, o.GRPCPort, o.ConnectPort = freePort(t), freePort(t), freePort(t)
+	o.ServingCertFile, o.ServingKeyFile = f.ServingCert(), f.ServingKey()
+	o.AgentCAFile, o.ClientCAFile = f.AgentCACert(), f.CACert()
+	o.ConnectSecretFile = filepath.Join(f.Dir, "tunnel-connect.secret")
+	h, err := New(*o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Healthy(); err == nil || !strings.Contains(err.Error(), "has not started yet") {
+		t.Fatalf("Healthy() before Run = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := h.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	poll(t, "a healthy hub", func() bool { return h.Healthy() == nil })
+	// The agent listener fails under the running hub.
+	if err := h.agentLn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "agent listener") {
+		t.Fatalf("Run returned %v, want the agent listener's failure", err)
+	}
+	if err := h.Healthy(); err == nil || !strings.Contains(err.Error(), "the tunnel hub stopped: tunnel hub agent listener") {
+		t.Fatalf("Healthy() after the failure = %v", err)
+	}
+}

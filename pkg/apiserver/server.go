@@ -39,6 +39,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -93,7 +94,11 @@ func Run(ctx context.Context, o *Options) error {
 			if err != nil {
 				return "", "", fmt.Errorf("%w; upstream KubeFed reaches tunnelled clusters only through it: start the plane with --tunnel-connect-port", err)
 			}
-			return reg.Spec.APIEndpoint, proxyURL, nil
+			endpoint, err := registration.TunnelEndpoint(reg.Spec)
+			if err != nil {
+				return "", "", err
+			}
+			return endpoint, proxyURL, nil
 		}
 	}
 

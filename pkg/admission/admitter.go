@@ -132,12 +132,36 @@ func toStatus(r Request, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
+	forbidden := false
 	for _, e := range errs {
-		if e.Type == field.ErrorTypeForbidden {
-			return apierrors.NewForbidden(resourceOf(r), r.Name, errs.ToAggregate())
-		}
+		forbidden = forbidden || e.Type == field.ErrorTypeForbidden
+	}
+	errs = firstErrors(errs)
+	if forbidden {
+		return apierrors.NewForbidden(resourceOf(r), r.Name, errs.ToAggregate())
 	}
 	return apierrors.NewInvalid(r.Kind.GroupKind(), r.Name, errs)
+}
+
+// maxErrors bounds the errors one answer lists: past a few, more of the
+// same help nobody, and a list as long as a hostile object costs the
+// plane memory and a megabyte-sized answer.
+const maxErrors = 10
+
+// firstErrors keeps the first maxErrors errors and says how many more
+// there were.
+func firstErrors(errs field.ErrorList) field.ErrorList {
+	if len(errs) <= maxErrors {
+		return errs
+	}
+	more := errs[maxErrors]
+	out := append(field.ErrorList{}, errs[:maxErrors]...)
+	return append(out, &field.Error{
+		Type:     field.ErrorTypeInvalid,
+		Field:    more.Field,
+		BadValue: field.OmitValueType{},
+		Detail:   fmt.Sprintf("and %d more errors from here on, not shown: fix the ones above and try again", len(errs)-maxErrors),
+	})
 }
 
 func resourceOf(r Request) schema.GroupResource { return r.Resource }

@@ -1571,7 +1571,29 @@ func TestValidateFederatedTemplateContent(t *testing.T) {
 		},
 		{
 			name: "a FederatedNamespace needs no template",
+			obj:  strings.Replace(federated("v1beta1", "FederatedNamespace", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"), "name: web", "name: shop", 1),
+		},
+		{
+			// KubeFed propagates the namespace the object is in, whatever
+			// its name: a FederatedNamespace "billing" in shop would report
+			// success doing nothing, and its deletion would remove shop's
+			// namespace from the members.
+			name: "a FederatedNamespace named other than its namespace",
 			obj:  federated("v1beta1", "FederatedNamespace", "shop", "", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+			want: invalid,
+			msgs: []string{"metadata.name", `"web"`, "must be named after its namespace", "name: shop"},
+		},
+		{
+			name: "a v1beta2 FederatedNamespace named other than its namespace",
+			obj:  federated("v1beta2", "FederatedNamespace", "shop", "", "placement: {topologies: [{name: rz00a}]}\ntemplate: null\n"),
+			want: invalid,
+			msgs: []string{"metadata.name", "must be named after its namespace"},
+		},
+		{
+			name: "an existing misnamed FederatedNamespace can still be updated (and so deleted)",
+			op:   Update,
+			obj:  federated("v1beta1", "FederatedNamespace", "shop", "finalizers: []", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
+			old:  federated("v1beta1", "FederatedNamespace", "shop", "finalizers: [kubefed.io/sync-controller]", "placement: {clusters: [{name: c1}]}\ntemplate: null\n"),
 		},
 		{
 			name: "a template annotation that is not a string",
@@ -1798,5 +1820,19 @@ spec: {cluster: c1}
 			old: namespaceManifest("shop", "cellfed.io/tenant: acme, cellfed.io/workspace: shop-ws")},
 		{name: "an empty namespace can become a workspace", op: Update,
 			obj: namespaceManifest("plain", "cellfed.io/tenant: acme, cellfed.io/workspace: w"), old: namespaceManifest("plain", "")},
+		{name: "a new namespace can be created as a workspace",
+			obj: namespaceManifest("fresh", "cellfed.io/tenant: acme, cellfed.io/workspace: w")},
+		// `tenant create` refuses the plane's namespaces; kubectl label must too.
+		{name: "kube-system labelled into a tenant", op: Update,
+			obj: namespaceManifest("kube-system", "cellfed.io/tenant: acme"), old: namespaceManifest("kube-system", ""), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/tenant]", "namespace kube-system is reserved for the plane"}},
+		{name: "default created as a workspace",
+			obj: namespaceManifest("default", "cellfed.io/tenant: acme, cellfed.io/workspace: w"), want: forbidden,
+			msgs: []string{"namespace default is reserved for the plane"}},
+		{name: "the federation namespace labelled into a workspace", op: Update,
+			obj: namespaceManifest(fedNamespace, "cellfed.io/workspace: w"), old: namespaceManifest(fedNamespace, ""), want: forbidden,
+			msgs: []string{"metadata.labels[cellfed.io/workspace]", "reserved for the plane"}},
+		{name: "other labels of kube-system change freely", op: Update,
+			obj: namespaceManifest("kube-system", "team: platform"), old: namespaceManifest("kube-system", "")},
 	})
 }

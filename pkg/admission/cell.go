@@ -104,7 +104,25 @@ func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
 // tenancy labels while it holds Cells or federated objects: they belong
 // to the workspace, and their per-cell clusters and placements with it.
 func (a *Admitter) validateNamespaceTenancy(r Request) (field.ErrorList, error) {
-	if r.Operation != Update || r.OldObject == nil || r.Object.GetDeletionTimestamp() != nil {
+	if r.Object.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	if err := tenancy.ReservedNamespaceError(r.Object.GetName()); err != nil || r.Object.GetName() == a.FederationNamespace {
+		var old map[string]string
+		if r.OldObject != nil {
+			old = r.OldObject.GetLabels()
+		}
+		for _, k := range []string{cellv1alpha1.LabelTenant, cellv1alpha1.LabelWorkspace} {
+			if v, set := r.Object.GetLabels()[k]; set && (old == nil || old[k] != v) {
+				reason := fmt.Sprintf("namespace %s is the federation namespace; choose another name for a tenant workspace", r.Object.GetName())
+				if err != nil {
+					reason = err.Error()
+				}
+				return field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(k), reason)}, nil
+			}
+		}
+	}
+	if r.Operation != Update || r.OldObject == nil {
 		return nil, nil
 	}
 	if !tenancyChanged(r.OldObject, r.Object) {

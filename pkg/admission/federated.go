@@ -92,6 +92,17 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 		if err := decodeContent(content, &o); err != nil {
 			return p, decodeErrors(err)
 		}
+		var mask int
+		if o.Spec.PlacementMask != nil {
+			mask = len(o.Spec.PlacementMask.Topologies)
+		}
+		if errs := tooLong(
+			listLen{spec.Child("placement", "topologies"), len(o.Spec.Placement.Topologies)},
+			listLen{spec.Child("placementMask", "topologies"), mask},
+			listLen{spec.Child("overrides"), len(o.Spec.Overrides)},
+		); errs != nil {
+			return p, errs
+		}
 		typ := placement.TopologyType(o.Spec.Placement)
 		pp := spec.Child("placement")
 		p.namesPath = pp.Child("topologies")
@@ -130,6 +141,12 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 		var o typesv1beta1.FederatedObject
 		if err := decodeContent(content, &o); err != nil {
 			return p, decodeErrors(err)
+		}
+		if errs := tooLong(
+			listLen{spec.Child("placement", "clusters"), len(o.Spec.Placement.Clusters)},
+			listLen{spec.Child("overrides"), len(o.Spec.Overrides)},
+		); errs != nil {
+			return p, errs
 		}
 		pp := spec.Child("placement")
 		p.namesPath = pp.Child("clusters")
@@ -190,11 +207,41 @@ func stashedMask(ns string, content map[string]any, p *placed) {
 	}
 	typ := placement.TopologyType(o.Spec.Placement)
 	path := field.NewPath("metadata", "annotations").Key(conversion.AnnotationV1beta2Spec).Child("placementMask", "topologies")
+	if errs := tooLong(listLen{path, len(o.Spec.PlacementMask.Topologies)}); errs != nil {
+		p.errs = append(p.errs, errs...)
+		return
+	}
 	for i, t := range o.Spec.PlacementMask.Topologies {
 		p.mask = append(p.mask, name{t.Name, path.Index(i).Child("name")})
 	}
 	p.maskCells = typ == typesv1beta2.TopologyCell
 	validNames(p, typ, p.mask)
+}
+
+// MaxTopologies bounds each list of names in a federated object: the
+// placement, the mask and the overrides. Admission checks every entry
+// against the plane's caches, so the bound keeps the cost of one request
+// (and of one tenant) small; a thousand cells by name is already more
+// than anyone writes by hand, and a topologySelector over the cells'
+// labels places on any number.
+const MaxTopologies = 1000
+
+type listLen struct {
+	path *field.Path
+	n    int
+}
+
+// tooLong refuses lists longer than MaxTopologies before anything looks
+// at their entries.
+func tooLong(lists ...listLen) field.ErrorList {
+	var errs field.ErrorList
+	for _, l := range lists {
+		if l.n > MaxTopologies {
+			errs = append(errs, field.TooMany(l.path, l.n, MaxTopologies))
+			errs[len(errs)-1].Detail = fmt.Sprintf("at most %d entries are allowed; to place on many cells select them by label with spec.placement.topologySelector", MaxTopologies)
+		}
+	}
+	return errs
 }
 
 // validNames checks v1beta2 topology names and their uniqueness in each
@@ -415,6 +462,13 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 		// A member would get an empty object of the target kind (an
 		// empty Namespace is what a FederatedNamespace usually is).
 		errs = append(errs, field.Required(path, fmt.Sprintf("a %s propagates its template: give the %s to create in the members", r.Kind.Kind, t.Kind)))
+	}
+	if t.Group == "" && t.Kind == "Namespace" && r.Operation == Create && r.Name != r.Namespace {
+		// KubeFed propagates the namespace the object is in, whatever the
+		// object's name; a differently named one would report success while
+		// doing nothing, and its deletion would remove that namespace from
+		// the members.
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), r.Name, fmt.Sprintf("a %s must be named after its namespace: it federates the namespace it is in; use name: %s", r.Kind.Kind, r.Namespace)))
 	}
 	if raw, err := json.Marshal(spec); err == nil && len(raw) > MaxSpecBytes && templateChanged(r) {
 		errs = append(errs, field.TooLong(field.NewPath("spec"), "", MaxSpecBytes))

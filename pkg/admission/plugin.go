@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
+
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // PluginName is the name of the in-process admission plugin.
@@ -120,10 +122,16 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 		return Request{}, false, nil
 	}
 	old, hasOld := asUnstructured(a.GetOldObject())
-	if a.GetKind().GroupKind() == namespaceKind && (!hasOld || !tenancyChanged(old, obj)) {
-		// Only a change of a namespace's tenancy labels has rules; the
-		// plane's own namespaces are created before the caches load.
-		return Request{}, false, nil
+	if a.GetKind().GroupKind() == namespaceKind {
+		// Only tenancy labels of a namespace have rules; the plane's own
+		// namespaces are created (without them) before the caches load.
+		var oldLabels map[string]string
+		if hasOld {
+			oldLabels = old.GetLabels()
+		}
+		if !tenancy.Changed(oldLabels, obj.GetLabels()) {
+			return Request{}, false, nil
+		}
 	}
 	if !p.shared.Informers.HasSynced() {
 		waitCtx, cancel := context.WithTimeout(ctx, syncWait)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/pkg/tenancy"
@@ -34,14 +35,17 @@ import (
 const RegistrationPluginName = "CellfedClusterRegistration"
 
 // RegisterRegistration adds the plugin to plugins.
-func RegisterRegistration(plugins *admission.Plugins) {
+// shared gives the federation namespace, where a registration's
+// KubeFedCluster would be created.
+func RegisterRegistration(plugins *admission.Plugins, shared *Shared) {
 	plugins.Register(RegistrationPluginName, func(io.Reader) (admission.Interface, error) {
-		return &registrationPlugin{Handler: admission.NewHandler(admission.Create, admission.Update)}, nil
+		return &registrationPlugin{Handler: admission.NewHandler(admission.Create, admission.Update), shared: shared}, nil
 	})
 }
 
 type registrationPlugin struct {
 	*admission.Handler
+	shared  *Shared
 	kube    kubernetes.Interface
 	dynamic dynamic.Interface
 }
@@ -98,6 +102,46 @@ func (t pluginTokens) UsedBy(ctx context.Context, id string) (string, time.Time,
 	return "", time.Time{}, nil
 }
 
+// claim marks token id used by the registration name, atomically: the
+// update carries the Secret's resourceVersion, so of two registrations
+// created at the same instant with one token exactly one claims it and
+// the other is refused. A claim by the same name again (a retried
+// create) is allowed.
+func (t pluginTokens) claim(ctx context.Context, id, name string) error {
+	secrets := t.kube.CoreV1().Secrets(registration.BootstrapTokenNamespace)
+	for range 5 {
+		s, err := secrets.Get(ctx, registration.TokenSecretName(id), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return regForbidden(name, fmt.Sprintf("bootstrap token %s no longer exists; create a new one with `cellfedctl token create`", id))
+		}
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("reading bootstrap token %s: %w", id, err))
+		}
+		switch by := s.Annotations[registration.AnnotationTokenUsedBy]; by {
+		case name:
+			return nil
+		case "":
+		default:
+			return regForbidden(name, fmt.Sprintf("bootstrap token %s was already used to register cluster %s at %s; a token registers one cluster only: create a new one with `cellfedctl token create`", id, by, s.Annotations[registration.AnnotationTokenUsedAt]))
+		}
+		s = s.DeepCopy()
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[registration.AnnotationTokenUsedBy] = name
+		s.Annotations[registration.AnnotationTokenUsedAt] = time.Now().UTC().Format(time.RFC3339)
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return apierrors.NewInternalError(fmt.Errorf("marking bootstrap token %s used: %w", id, err))
+		}
+		// Someone else wrote the Secret first: read again and see who.
+	}
+	return apierrors.NewConflict(cellv1alpha1.ClusterRegistrationsResource.GroupResource(), name, fmt.Errorf("bootstrap token %s is being claimed concurrently; retry", id))
+}
+
 func isRegistration(a admission.Attributes) bool {
 	return a.GetResource().GroupResource() == cellv1alpha1.ClusterRegistrationsResource.GroupResource()
 }
@@ -151,14 +195,14 @@ func bootstrapTenancy(ctx context.Context, tokens registrationTokens, id string,
 	if secret == nil {
 		return "", "", regForbidden(reg.Name, fmt.Sprintf("bootstrap token %s no longer exists; create a new one with `cellfedctl token create`", id))
 	}
-	if by := secret.Annotations[registration.AnnotationTokenUsedBy]; by != "" {
+	if by := secret.Annotations[registration.AnnotationTokenUsedBy]; by != "" && by != reg.Name {
 		return "", "", regForbidden(reg.Name, fmt.Sprintf("bootstrap token %s was already used to register cluster %s at %s; a token registers one cluster only: create a new one with `cellfedctl token create`", id, by, secret.Annotations[registration.AnnotationTokenUsedAt]))
 	}
 	by, at, err := tokens.UsedBy(ctx, id)
 	if err != nil {
 		return "", "", apierrors.NewInternalError(fmt.Errorf("looking up registrations of bootstrap token %s: %w", id, err))
 	}
-	if by != "" {
+	if by != "" && by != reg.Name {
 		return "", "", regForbidden(reg.Name, fmt.Sprintf("bootstrap token %s was already used to register cluster %s at %s; a token registers one cluster only: create a new one with `cellfedctl token create`", id, by, at.UTC().Format(time.RFC3339)))
 	}
 	tenant, workspace := registration.TokenTenancy(secret)
@@ -174,7 +218,7 @@ func bootstrapTenancy(ctx context.Context, tokens registrationTokens, id string,
 	return tenant, workspace, nil
 }
 
-func (p *registrationPlugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *registrationPlugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !isRegistration(a) {
 		return nil
 	}
@@ -196,18 +240,46 @@ func (p *registrationPlugin) Validate(_ context.Context, a admission.Attributes,
 	if newReg == nil {
 		return nil
 	}
+	if a.GetOperation() == admission.Create && a.GetSubresource() == "" {
+		if err := p.nameFree(ctx, newReg.Name); err != nil {
+			return err
+		}
+	}
 	var groups []string
 	if u := a.GetUserInfo(); u != nil {
 		groups = u.GetGroups()
 	}
-	return ValidateRegistration(RegistrationRequest{
+	if err := ValidateRegistration(RegistrationRequest{
 		Operation:   Operation(a.GetOperation()),
 		SubResource: a.GetSubresource(),
 		User:        userName(a),
 		Groups:      groups,
 		Object:      newReg,
 		OldObject:   oldReg,
-	})
+	}); err != nil {
+		return err
+	}
+	// Last, once nothing else refuses the registration: its bootstrap
+	// token is claimed for it, atomically.
+	if id, ok := registration.TokenIDOfUser(userName(a)); ok && a.GetOperation() == admission.Create && a.GetSubresource() == "" {
+		return pluginTokens{p.kube, p.dynamic}.claim(ctx, id, newReg.Name)
+	}
+	return nil
+}
+
+// nameFree refuses a registration named like a cluster that is already
+// joined: approving it would sign an agent identity for another
+// (possibly another tenant's) cluster.
+func (p *registrationPlugin) nameFree(ctx context.Context, name string) error {
+	ns := p.shared.FederationNamespace
+	_, err := p.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("looking up KubeFedCluster %s/%s: %w", ns, name, err))
+	}
+	return regForbidden(name, fmt.Sprintf("a cluster named %s is already joined (KubeFedCluster %s/%s); register this cluster under another name (cellfed-agent --cluster), or unjoin the existing one first", name, ns, name))
 }
 
 func userName(a admission.Attributes) string {
@@ -342,10 +414,7 @@ func csrError(csrPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := csr.CheckSignature(); err != nil {
-		return fmt.Errorf("has an invalid signature: %v", err)
-	}
-	return nil
+	return pki.CheckCSR(csr)
 }
 
 func regForbidden(name, msg string) error {

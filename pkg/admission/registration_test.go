@@ -5,6 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"strings"
 	"testing"
@@ -130,6 +133,19 @@ func TestValidateRegistration(t *testing.T) {
 			r.Spec.CSR = []byte("hello")
 			return RegistrationRequest{Operation: Create, User: "admin", Object: r}
 		}, "CERTIFICATE REQUEST"},
+		{"RSA-1024 CSR", func(t *testing.T) RegistrationRequest {
+			r := testRegistration(t, "edge-1")
+			key, err := rsa.GenerateKey(rand.Reader, 1024)
+			if err != nil {
+				t.Fatal(err)
+			}
+			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "edge-1"}}, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Spec.CSR = pem.EncodeToMemory(&pem.Block{Type: pki.BlockCertificateRequest, Bytes: der})
+			return RegistrationRequest{Operation: Create, User: "admin", Object: r}
+		}, "1024-bit RSA key; use at least 2048 bits"},
 		{"bad tenant", func(t *testing.T) RegistrationRequest {
 			r := testRegistration(t, "edge-1")
 			r.Spec.Tenant = "no spaces"

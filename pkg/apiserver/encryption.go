@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -49,9 +50,10 @@ type EncryptionOptions struct {
 	Timeout time.Duration
 }
 
-// NewEncryptionOptions encrypts Secrets with the in-process plugin.
+// NewEncryptionOptions encrypts kms.DefaultResources with the in-process
+// plugin.
 func NewEncryptionOptions() *EncryptionOptions {
-	return &EncryptionOptions{Resources: []string{"secrets"}, Timeout: 3 * time.Second}
+	return &EncryptionOptions{Resources: slices.Clone(kms.DefaultResources), Timeout: 3 * time.Second}
 }
 
 // AddFlags registers the encryption flags.

@@ -109,7 +109,7 @@ func NewOptions() *Options {
 	crdConversion := &cellfedadmission.CRDConversion{}
 	cellfedadmission.RegisterCRDs(cp.Admission.GenericAdmission.Plugins, crdConversion)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.CRDPluginName)
-	cellfedadmission.RegisterRegistration(cp.Admission.GenericAdmission.Plugins)
+	cellfedadmission.RegisterRegistration(cp.Admission.GenericAdmission.Plugins, shared)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.RegistrationPluginName)
 	// Agents register with Kubernetes bootstrap tokens (Secrets of type
 	// bootstrap.kubernetes.io/token in kube-system; the authenticator
@@ -150,6 +150,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.BoolVar(&o.ControllersLeaderElect, "controllers-leader-elect", o.ControllersLeaderElect, "Run the core controllers only while holding the kube-system/cellfed-core-controllers Lease.")
 	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
+	fs.BoolVar(&o.Registration.AllowUnregisteredAgents, "tunnel-allow-unregistered-agents", o.Registration.AllowUnregisteredAgents, "Admit tunnel agents whose certificate, signed by hand with the agent CA, belongs to no ClusterRegistration (off: only registered clusters' agents are admitted).")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
 	fs.StringVar(&o.SharedPKIDir, "shared-pki-dir", o.SharedPKIDir, "Directory (e.g. a mounted Secret) with the PKI replicas on one database share: "+strings.Join(SharedPKIFiles, ", ")+"; copied into <data-dir>/pki on start (`cellfed-apiserver init` writes a set).")

@@ -5,10 +5,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -36,6 +39,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/pkg/storage"
 )
 
@@ -90,7 +94,11 @@ func Run(ctx context.Context, o *Options) error {
 			if err != nil {
 				return "", "", fmt.Errorf("%w; upstream KubeFed reaches tunnelled clusters only through it: start the plane with --tunnel-connect-port", err)
 			}
-			return reg.Spec.APIEndpoint, proxyURL, nil
+			endpoint, err := registration.TunnelEndpoint(reg.Spec)
+			if err != nil {
+				return "", "", err
+			}
+			return endpoint, proxyURL, nil
 		}
 	}
 
@@ -115,6 +123,13 @@ func Run(ctx context.Context, o *Options) error {
 	server, err := newServerChain(completed, self)
 	if err != nil {
 		return err
+	}
+	if hub != nil {
+		// A hub whose agent listener failed leaves tunnelled members
+		// unreachable: the plane is not ready, and says why.
+		if err := server.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("tunnel-hub", func(*http.Request) error { return hub.Healthy() })); err != nil {
+			return fmt.Errorf("adding the tunnel hub's readiness check: %w", err)
+		}
 	}
 	// The conversion webhook of the federated types is served by the plane
 	// itself; the API server calls it with its loopback identity.

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,14 +29,17 @@ type rotateKeyOptions struct {
 	keyFile   string
 	keyID     string
 	resources []string
-	timeout   time.Duration
-	workers   int
+	// resourcesGiven is false for the defaults, of which a plane may not
+	// serve all (FederatedSecrets before that type is enabled).
+	resourcesGiven bool
+	timeout        time.Duration
+	workers        int
 }
 
 func newRotateKeyCommand(o *options) *cobra.Command {
-	r := &rotateKeyOptions{options: o, resources: []string{"secrets"}, timeout: 3 * time.Minute, workers: 4}
+	r := &rotateKeyOptions{options: o, resources: slices.Clone(kms.DefaultResources), timeout: 3 * time.Minute, workers: 4}
 	cmd := &cobra.Command{
-		Use:   "rotate-key [--key-file=<plane key file>] [--key-id=<new key>] [--resources=secrets]",
+		Use:   "rotate-key [--key-file=<plane key file>] [--key-id=<new key>] [--resources=<the plane's encrypted resources>]",
 		Short: "Encrypt everything at rest with a new KMS key, so that the old one can be retired",
 		Long: `rotate-key moves every encrypted object of the plane to a new KMS key:
 
@@ -57,11 +61,14 @@ running it against each replica's address with --server.`,
 			"rotate-key --key-file=/var/lib/cellfed/kms/keys",
 			"rotate-key --key-id=k-20261123T170000Z-1a2b --resources=secrets,configmaps"),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return r.run(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r.resourcesGiven = cmd.Flags().Changed("resources")
+			return r.run(cmd.Context())
+		},
 	}
 	cmd.Flags().StringVar(&r.keyFile, "key-file", r.keyFile, "KMS key file to add the new key to (on this machine); the plane must read the same file.")
 	cmd.Flags().StringVar(&r.keyID, "key-id", r.keyID, "ID of a key already added to the plane's KMS plugin to wait for (default: the key --key-file adds; none: do not wait).")
-	cmd.Flags().StringSliceVar(&r.resources, "resources", r.resources, "Resources the plane encrypts (its --encrypted-resources).")
+	cmd.Flags().StringSliceVar(&r.resources, "resources", r.resources, "Resources the plane encrypts (its --encrypted-resources); by default the plane's defaults that it serves.")
 	cmd.Flags().DurationVar(&r.timeout, "timeout", r.timeout, "How long to wait for the plane to encrypt with the new key.")
 	cmd.Flags().IntVar(&r.workers, "workers", r.workers, "Objects rewritten in parallel.")
 	return cmd
@@ -98,6 +105,9 @@ func (r *rotateKeyOptions) run(ctx context.Context) error {
 	for _, name := range r.resources {
 		gvr, err := mapper.ResourceFor(schema.ParseGroupResource(name).WithVersion(""))
 		if err != nil {
+			if !r.resourcesGiven {
+				continue // a default the plane does not serve yet (say, FederatedSecrets not enabled) has nothing to rewrite
+			}
 			return fmt.Errorf("--resources: the plane serves no resource %q: %v", name, err)
 		}
 		gvrs = append(gvrs, gvr)

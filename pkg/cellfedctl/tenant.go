@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
-	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/roles"
 	"github.com/cellfed/cellfed/pkg/tenancy"
 )
@@ -75,8 +74,8 @@ func CheckWorkspace(namespace, tenant, workspace string) error {
 	if !cellv1alpha1.IsDNSLabel(namespace) {
 		return fmt.Errorf("%q is not a valid namespace name; use a DNS label: lowercase letters, digits and '-', at most 63 characters", namespace)
 	}
-	if namespace == federatedtypes.DefaultNamespace || strings.HasPrefix(namespace, "kube-") || namespace == metav1.NamespaceDefault {
-		return fmt.Errorf("namespace %s is reserved for the plane; choose another name for a tenant workspace", namespace)
+	if err := tenancy.ReservedNamespaceError(namespace); err != nil {
+		return err
 	}
 	for _, f := range []struct{ flag, value string }{{"--tenant", tenant}, {"--workspace", workspace}} {
 		if f.value == "" {

@@ -105,15 +105,21 @@ func (tc *tokenCreateOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A tenant exists once it has a workspace: a token for an unknown
+	// (say misspelt) tenant would dedicate a cluster to nobody.
+	sel := cellv1alpha1.LabelTenant + "=" + tc.tenant
 	if tc.workspace != "" {
-		sel := cellv1alpha1.LabelTenant + "=" + tc.tenant + "," + cellv1alpha1.LabelWorkspace + "=" + tc.workspace
-		nss, err := plane.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return apiError(err, "looking up workspace "+tc.workspace+" of tenant "+tc.tenant)
-		}
-		if len(nss.Items) == 0 {
+		sel += "," + cellv1alpha1.LabelWorkspace + "=" + tc.workspace
+	}
+	nss, err := plane.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel, Limit: 1})
+	if err != nil {
+		return apiError(err, "looking up the workspaces of tenant "+tc.tenant)
+	}
+	if len(nss.Items) == 0 {
+		if tc.workspace != "" {
 			return fmt.Errorf("tenant %s has no workspace %s (no namespace labelled %s); create it with `%s tenant create <namespace> --tenant=%s --workspace=%s`, or leave out --workspace", tc.tenant, tc.workspace, sel, tc.name, tc.tenant, tc.workspace)
 		}
+		return fmt.Errorf("there is no tenant %s (no namespace labelled %s); check the name (`kubectl get namespaces -L %s` lists the tenants), or create its first workspace with `%s tenant create <namespace> --tenant=%s --workspace=<workspace>`", tc.tenant, sel, cellv1alpha1.LabelTenant, tc.name, tc.tenant)
 	}
 	var kubeconfig []byte
 	if tc.agentKubeconfig != "" {

@@ -316,3 +316,10 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// DefaultResources are the resources the plane encrypts with this plugin
+// unless told otherwise (its --encrypted-resources): Secrets, the Secrets
+// it federates (their template holds the data), and ClusterRegistrations
+// (an agent hands the member's service-account token over in one, before
+// the plane moves it into a Secret).
+var DefaultResources = []string{"secrets", "federatedsecrets.types.kubefed.io", "clusterregistrations.core.cellfed.io"}

@@ -3,8 +3,10 @@ package pki
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -107,8 +109,8 @@ func SignAgentCSR(f Files, csrPEM []byte, cluster string, validity time.Duration
 	if err != nil {
 		return nil, err
 	}
-	if err := csr.CheckSignature(); err != nil {
-		return nil, fmt.Errorf("the certificate request's signature is invalid: %w", err)
+	if err := CheckCSR(csr); err != nil {
+		return nil, fmt.Errorf("the certificate request %w", err)
 	}
 	caCert, caKey, err := loadPair(f.AgentCACert(), f.AgentCAKey())
 	if err != nil {
@@ -175,4 +177,28 @@ func agentCSR(key *ecdsa.PrivateKey, cluster string) ([]byte, error) {
 		return nil, fmt.Errorf("creating certificate request: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: BlockCertificateRequest, Bytes: der}), nil
+}
+
+// CheckCSR checks what the signer relies on in a certificate request: a
+// valid signature and a key strong enough for a long-lived identity (RSA
+// of at least 2048 bits, ECDSA on P-256 or P-384, or Ed25519). Its
+// errors read after "the certificate request".
+func CheckCSR(csr *x509.CertificateRequest) error {
+	if err := csr.CheckSignature(); err != nil {
+		return fmt.Errorf("has an invalid signature: %w", err)
+	}
+	switch k := csr.PublicKey.(type) {
+	case *rsa.PublicKey:
+		if n := k.N.BitLen(); n < 2048 {
+			return fmt.Errorf("has a %d-bit RSA key; use at least 2048 bits, or ECDSA P-256 (cellfed-agent makes P-256 keys)", n)
+		}
+	case *ecdsa.PublicKey:
+		if name := k.Curve.Params().Name; name != "P-256" && name != "P-384" {
+			return fmt.Errorf("has an ECDSA key on curve %s; use P-256 or P-384", name)
+		}
+	case ed25519.PublicKey:
+	default:
+		return fmt.Errorf("has a %T key; use ECDSA P-256, RSA of at least 2048 bits or Ed25519", k)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -45,6 +46,9 @@ type Hub struct {
 
 	mu     sync.Mutex
 	agents map[string]map[*agentConn]struct{} // by cluster
+
+	// health is nil while Run serves, else why the hub does not.
+	health atomic.Pointer[error]
 }
 
 // agentConn is one agent stream; cancel ends it.
@@ -143,10 +147,18 @@ func (h *Hub) closeListeners() {
 }
 
 // Run serves until ctx ends. Listen must have succeeded.
-func (h *Hub) Run(ctx context.Context) error {
+func (h *Hub) Run(ctx context.Context) (err error) {
 	if h.agentLn == nil {
 		return errors.New("tunnel hub: Listen was not called or the agent listener is disabled")
 	}
+	h.setHealth(nil)
+	defer func() {
+		why := err
+		if why == nil {
+			why = context.Cause(ctx)
+		}
+		h.setHealth(fmt.Errorf("the tunnel hub stopped: %w", why))
+	}()
 	agentSrv := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(&tls.Config{
 			MinVersion:   tls.VersionTLS12,
@@ -201,10 +213,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		klog.InfoS("Tunnel hub CONNECT frontend listening", "address", h.connectLn.Addr().String())
 	}
 
-	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errs:
+		klog.ErrorS(err, "Tunnel hub failed; the plane reports not ready")
 	}
 	// Tunnels are long-lived streams: stop, do not drain.
 	agentSrv.Stop()
@@ -216,6 +228,19 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return err
+}
+
+func (h *Hub) setHealth(err error) { h.health.Store(&err) }
+
+// Healthy is nil while the hub serves agents and clients; otherwise it
+// says why not (not started yet, or which listener failed). The plane's
+// /readyz reports it as the check "tunnel-hub".
+func (h *Hub) Healthy() error {
+	p := h.health.Load()
+	if p == nil {
+		return errors.New("the tunnel hub has not started yet")
+	}
+	return *p
 }
 
 // AgentAddr, GRPCAddr and ConnectAddr are the listeners' addresses (nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,6 +105,7 @@ func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) string
 	dir := t.TempDir()
 	o := agent.NewOptions()
 	o.Cluster, o.Target = cluster, target
+	o.RefusedRetryCap = time.Second // tests readmit refused agents within seconds
 	o.HubAddress, o.HubServerName, o.HubCAFile = h.AgentAddr().String(), "localhost", f.CACert()
 	o.CertFile, o.KeyFile = writeAgentCert(t, f, cluster, dir)
 	a, err := agent.New(*o)
@@ -265,4 +267,107 @@ func TestAgentPicksUpRenewedCertificate(t *testing.T) {
 		defer mu.Unlock()
 		return h.Connected("alpha") == 1 && serials[len(serials)-1] != first
 	})
+}
+
+// TestAgentBacksOffWhenRefused: an agent the hub refuses learns why and
+// waits longer after each refusal in a row (it knocked once a second
+// forever, logging only "expected one server ID in the context, got []");
+// once admitted it connects and the refusal is forgotten.
+func TestAgentBacksOffWhenRefused(t *testing.T) {
+	var mu sync.Mutex
+	var attempts []time.Time
+	var admit atomic.Bool
+	h, f := testHub(t, func(context.Context, string, *x509.Certificate) error {
+		mu.Lock()
+		attempts = append(attempts, time.Now())
+		mu.Unlock()
+		if admit.Load() {
+			return nil
+		}
+		return errors.New("registration revoked")
+	})
+	dir := t.TempDir()
+	o := agent.NewOptions()
+	o.Cluster, o.Target = "gamma", "127.0.0.1:1"
+	o.HubAddress, o.HubServerName, o.HubCAFile = h.AgentAddr().String(), "localhost", f.CACert()
+	o.CertFile, o.KeyFile = writeAgentCert(t, f, "gamma", dir)
+	o.RetryInterval, o.RetryIntervalCap, o.RefusedRetryCap = 100*time.Millisecond, 100*time.Millisecond, 2*time.Second
+	a, err := agent.New(*o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	const n = 6
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	poll(fmt.Sprintf("%d refused attempts", n), func() bool { mu.Lock(); defer mu.Unlock(); return len(attempts) >= n })
+	if err := a.Refusal(); err == nil || !strings.Contains(err.Error(), "the tunnel hub refused this agent: tunnel agent for cluster gamma not admitted: registration revoked (PermissionDenied)") {
+		t.Errorf("Refusal() = %v, want the hub's reason", err)
+	}
+	// Each wait is at least 100 ms × 1.5^(refusals-1): a lower bound the
+	// agent keeps however loaded the machine is. Without the backoff the
+	// attempts came every ~100 ms.
+	mu.Lock()
+	gap := attempts[n-1].Sub(attempts[n-2])
+	mu.Unlock()
+	if min := time.Duration(float64(100*time.Millisecond) * math.Pow(1.5, n-2)); gap < min {
+		t.Errorf("attempt %d came %v after the one before; want at least %v after %d refusals", n, gap, min, n-2)
+	}
+	admit.Store(true)
+	poll("the admitted agent", func() bool { return h.Connected("gamma") == 1 && a.Refusal() == nil })
+}
+
+// TestHubHealth: the hub reports healthy while it serves and says why
+// once its agent listener fails (the plane's /readyz shows it).
+func TestHubHealth(t *testing.T) {
+	f := pki.Files{Dir: t.TempDir()}
+	if err := pki.Ensure(f, pki.Options{AdminUser: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pki.EnsureAgentCA(f); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.AgentPort, o.GRPCPort, o.ConnectPort = freePort(t), freePort(t), freePort(t)
+	o.ServingCertFile, o.ServingKeyFile = f.ServingCert(), f.ServingKey()
+	o.AgentCAFile, o.ClientCAFile = f.AgentCACert(), f.CACert()
+	o.ConnectSecretFile = filepath.Join(f.Dir, "tunnel-connect.secret")
+	h, err := New(*o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Healthy(); err == nil || !strings.Contains(err.Error(), "has not started yet") {
+		t.Fatalf("Healthy() before Run = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := h.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	poll(t, "a healthy hub", func() bool { return h.Healthy() == nil })
+	// The agent listener fails under the running hub.
+	if err := h.agentLn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "agent listener") {
+		t.Fatalf("Run returned %v, want the agent listener's failure", err)
+	}
+	if err := h.Healthy(); err == nil || !strings.Contains(err.Error(), "the tunnel hub stopped: tunnel hub agent listener") {
+		t.Fatalf("Healthy() after the failure = %v", err)
+	}
 }

@@ -21,12 +21,15 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/roles"
@@ -206,3 +209,27 @@ const (
 	ReasonError         = "Error"
 	ReasonAutoApproved  = "AutoApproved"
 )
+
+// TunnelEndpoint is the apiEndpoint of a tunnelled cluster's
+// KubeFedCluster: the agent's APIEndpoint, with its host replaced by
+// TLSServerName when the agent reported one. Through the tunnel the host
+// is never dialled (the hub routes by cluster), it is only the name the
+// member's serving certificate is verified against.
+func TunnelEndpoint(spec cellv1alpha1.ClusterRegistrationSpec) (string, error) {
+	if spec.TLSServerName == "" {
+		return spec.APIEndpoint, nil
+	}
+	u, err := url.Parse(spec.APIEndpoint)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("apiEndpoint %q is not a URL", spec.APIEndpoint)
+	}
+	if errs := validation.IsDNS1123Subdomain(spec.TLSServerName); len(errs) > 0 {
+		return "", fmt.Errorf("tlsServerName %q is not a DNS name: %s", spec.TLSServerName, strings.Join(errs, "; "))
+	}
+	if port := u.Port(); port != "" {
+		u.Host = net.JoinHostPort(spec.TLSServerName, port)
+	} else {
+		u.Host = spec.TLSServerName
+	}
+	return u.String(), nil
+}

@@ -85,3 +85,31 @@ func TestPhase(t *testing.T) {
 		}
 	}
 }
+
+func TestTunnelEndpoint(t *testing.T) {
+	tests := []struct {
+		name, endpoint, serverName, want, wantErr string
+	}{
+		{"no server name", "https://10.0.0.5:6443", "", "https://10.0.0.5:6443", ""},
+		{"server name replaces the host", "https://10.0.0.5:6443", "api.edge.internal", "https://api.edge.internal:6443", ""},
+		{"no port", "https://10.0.0.5", "kubernetes.default.svc", "https://kubernetes.default.svc", ""},
+		{"IPv6 endpoint", "https://[fd00::5]:6443", "api.edge", "https://api.edge:6443", ""},
+		{"a path is kept", "https://10.0.0.5:6443/k8s", "api.edge", "https://api.edge:6443/k8s", ""},
+		{"not a name", "https://10.0.0.5:6443", "bad name", "", "is not a DNS name"},
+		{"not a URL", "10.0.0.5:6443", "api.edge", "", "is not a URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := TunnelEndpoint(cellv1alpha1.ClusterRegistrationSpec{APIEndpoint: tt.endpoint, TLSServerName: tt.serverName})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -113,6 +113,16 @@ func WorkspaceNameError(workspace string) error {
 	return nil
 }
 
+// ReservedNamespaceError says why namespace cannot be a tenant workspace
+// (the plane's own namespaces: default, kube-*, among them the
+// federation namespace), or is nil.
+func ReservedNamespaceError(namespace string) error {
+	if strings.HasPrefix(namespace, "kube-") || namespace == "default" {
+		return fmt.Errorf("namespace %s is reserved for the plane; choose another name for a tenant workspace", namespace)
+	}
+	return nil
+}
+
 // ClaimError says why namespace, labelled nsLabels, cannot become (or
 // stay) workspace of tenant, or is nil: a namespace of another tenant,
 // or of the same tenant in another workspace, is refused, since a

@@ -34,7 +34,7 @@ const (
 // on loopback on this machine; the member, plane and agent share its cores.
 func BenchmarkTunnel(b *testing.B) {
 	args, ports := framework.TunnelPlaneArgs(b, "")
-	plane := framework.StartPlane(b, framework.PlaneOptions{Args: args})
+	plane := framework.StartPlane(b, framework.PlaneOptions{Args: append(args, framework.AllowHandIssuedAgents)})
 	member := framework.StartMember(b, "bench-1")
 	cert, key := framework.IssueAgentCert(b, plane, "bench-1", time.Hour)
 	framework.StartAgent(b, plane, ports, framework.AgentOptions{Cluster: "bench-1", CertFile: cert, KeyFile: key, Kubeconfig: member.Kubeconfig})

@@ -20,7 +20,7 @@ const tunnelReleases = 30
 // through the tunnel (spec.proxyURL, the member's address withheld).
 func BenchmarkTunnelRelease(b *testing.B) {
 	args, ports := framework.TunnelPlaneArgs(b, "")
-	plane := framework.StartPlane(b, framework.PlaneOptions{Args: args})
+	plane := framework.StartPlane(b, framework.PlaneOptions{Args: append(args, framework.AllowHandIssuedAgents)})
 	members := framework.StartMembers(b, 2)
 	direct, tunnelled := members[0], members[1]
 	cert, key := framework.IssueAgentCert(b, plane, "edge", time.Hour)

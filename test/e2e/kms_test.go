@@ -54,13 +54,29 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 				}
 			}
 			readBack()
+			// A FederatedSecret's template holds Secret data too: it is
+			// encrypted by default as well.
+			fedToken := "fed-canary-" + backend.name + "-91c2"
+			fedEncoded := base64.StdEncoding.EncodeToString([]byte(fedToken))
+			fedSecret := "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedSecret\nmetadata: {name: fed-credentials, namespace: default}\nspec:\n  placement: {clusters: []}\n  template: {data: {token: " + fedEncoded + "}}\n"
+			if err := framework.Poll(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+				_, err := k.Run(ctx, fedSecret, "apply", "-f", "-")
+				return err == nil, nil
+			}); err != nil {
+				t.Fatalf("creating a FederatedSecret: %v", err)
+			}
 
 			db := framework.OpenRawDatabase(t, dir, endpoint)
 			all := framework.RawRows(t, db, "")
 			for _, r := range all {
-				if bytes.Contains(r.Value, []byte(token)) || bytes.Contains(r.Value, []byte(encoded)) {
-					t.Fatalf("row %d (%s) of the database holds the token in clear", r.ID, r.Name)
+				for _, clear := range []string{token, encoded, fedToken, fedEncoded} {
+					if bytes.Contains(r.Value, []byte(clear)) {
+						t.Fatalf("row %d (%s) of the database holds %q in clear", r.ID, r.Name, clear)
+					}
 				}
+			}
+			if rows := framework.RawRows(t, db, "/registry/types.kubefed.io/federatedsecrets/default/fed-credentials"); len(rows) == 0 || !bytes.HasPrefix(rows[len(rows)-1].Value, []byte("k8s:enc:kms:v2:cellfed-kms:")) {
+				t.Errorf("the FederatedSecret is not stored KMS-encrypted (%d rows)", len(rows))
 			}
 			_, oldKey, err := kms.ReadKeyIDs(keyFile)
 			if err != nil {

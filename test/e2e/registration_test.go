@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,6 +120,16 @@ func TestRegistrationAPI(t *testing.T) {
 	if err != nil || len(secret.Data["token"]) == 0 {
 		t.Fatalf("credentials Secret: %v", err)
 	}
+	// The member's token is in no row of the database in clear: not in
+	// the Secret, nor in any revision of the registration that carried it
+	// (ClusterRegistrations are encrypted at rest).
+	db := framework.OpenRawDatabase(t, f.plane.DataDir, "")
+	memberToken := secret.Data["token"]
+	for _, r := range framework.RawRows(t, db, "") {
+		if bytes.Contains(r.Value, memberToken) || bytes.Contains(r.Value, []byte(base64.StdEncoding.EncodeToString(memberToken))) {
+			t.Errorf("row %d (%s) of the database holds the member's service-account token in clear", r.ID, r.Name)
+		}
+	}
 
 	// The same token cannot register a second cluster, even while the
 	// first is pending.
@@ -183,6 +196,9 @@ func TestRegistrationAPI(t *testing.T) {
 	}
 	wantBootstrapError(t, bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-x", expired.String())), "the plane refused bootstrap token exp123 (401 Unauthorized)")
 
+	// A token for a tenant that does not exist (a typo) is refused.
+	f.ctl.fails(t, "there is no tenant acmee (no namespace labelled cellfed.io/tenant=acmee)", "token", "create", "--tenant=acmee")
+
 	// Deny: nothing the agent sent is kept.
 	tok2 := f.token(t, "--tenant=acme")
 	res2 := bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-2", tok2))
@@ -226,6 +242,29 @@ func TestRegistrationAPI(t *testing.T) {
 	f.waitPhase(t, "edge-4", cellv1alpha1.RegistrationPending)
 	f.ctl.ok(t, "registration", "deny", "edge-4")
 	wantBootstrapError(t, res4, "denied the registration of cluster edge-4")
+
+	// A registration named like a joined cluster (another tenant's, say)
+	// is refused at creation; one whose name a cluster took after it was
+	// created is approved in vain: nothing is signed for it.
+	k := framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
+	joinByHand := func(name string) {
+		k.MustRun(t, fmt.Sprintf("apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: %s, namespace: %s}\nspec: {apiEndpoint: \"https://127.0.0.1:1\", secretRef: {name: %s-token}}\n", name, framework.KubeFedNamespace, name), "apply", "-f", "-")
+	}
+	joinByHand("member-2")
+	tok5 := f.token(t, "--tenant=acme")
+	wantBootstrapError(t, bootstrapAsync(ctx, f.agentOptions(t, members[1], "member-2", tok5)), "a cluster named member-2 is already joined (KubeFedCluster kube-federation-system/member-2)")
+	tok6 := f.token(t, "--tenant=acme")
+	bootstrapAsync(ctx, f.agentOptions(t, members[1], "edge-6", tok6))
+	f.waitPhase(t, "edge-6", cellv1alpha1.RegistrationPending)
+	joinByHand("edge-6")
+	f.ctl.fails(t, "registration edge-6 is Failed: KubeFedCluster kube-federation-system/edge-6 exists and was not created by this registration", "registration", "approve", "edge-6")
+	reg6 := f.waitPhase(t, "edge-6", cellv1alpha1.RegistrationFailed)
+	if c := apimeta.FindStatusCondition(reg6.Status.Conditions, cellv1alpha1.RegistrationConditionReady); c == nil || c.Reason != registration.ReasonClusterExists {
+		t.Errorf("edge-6 Ready condition %+v, want reason %s", c, registration.ReasonClusterExists)
+	}
+	if len(reg6.Status.Certificate) != 0 {
+		t.Errorf("a certificate was signed for edge-6, whose name a joined cluster holds")
+	}
 
 	// edge-1's agent may not touch edge-2's registration, nor approve
 	// anything.

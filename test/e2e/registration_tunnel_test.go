@@ -62,6 +62,18 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 	direct := framework.StartMembers(t, 1)[0]
 	f.ctl.ok(t, "join", "direct-1", "--kubeconfig-member="+direct.Kubeconfig)
 
+	// An agent with a certificate issued by hand (no registration) is
+	// refused: this plane does not run with
+	// --tunnel-allow-unregistered-agents.
+	strayCert, strayKey := framework.IssueAgentCert(t, f.plane, "stray", time.Hour)
+	stray := framework.StartAgent(t, f.plane, ports, framework.AgentOptions{Cluster: "stray", CertFile: strayCert, KeyFile: strayKey, Kubeconfig: direct.Kubeconfig, NetNS: ns})
+	if err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+		return strings.Contains(stray.Tail(50), "cluster stray has no ClusterRegistration; register it"), nil
+	}); err != nil {
+		t.Errorf("the hand-issued agent was not refused for want of a registration: %v\nagent log:\n%s", err, stray.Tail(20))
+	}
+	stray.Stop(5 * time.Second)
+
 	var member *framework.Server
 	var agentArgs []string
 	if ns != nil {
@@ -173,6 +185,17 @@ spec:
 	// lifetime, on disk and in the plane, with no failed request.
 	first := f.registration(t, "edge-1")
 	firstCert := string(first.Status.Certificate)
+	// Keep the pair the renewal will supersede.
+	oldPair := t.TempDir()
+	for _, name := range []string{"agent.crt", "agent.key"} {
+		b, err := os.ReadFile(filepath.Join(stateDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(oldPair, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	waitFor(t, "the agent certificate to be renewed", func(ctx context.Context) (bool, error) {
 		r := f.registration(t, "edge-1")
 		onDisk, err := os.ReadFile(filepath.Join(stateDir, "agent.crt"))
@@ -189,6 +212,13 @@ spec:
 	waitFor(t, "the agent to log the renewal", func(context.Context) (bool, error) {
 		return strings.Contains(agent.Log(), "Renewed the agent certificate"), nil
 	})
+	// The superseded certificate has not expired, yet the hub refuses it.
+	oldAgent := framework.StartAgent(t, f.plane, ports, framework.AgentOptions{Cluster: "edge-1",
+		CertFile: filepath.Join(oldPair, "agent.crt"), KeyFile: filepath.Join(oldPair, "agent.key"), Kubeconfig: member.Kubeconfig, NetNS: ns})
+	waitFor(t, "the hub to refuse the superseded certificate", func(context.Context) (bool, error) {
+		return strings.Contains(oldAgent.Tail(50), "is not the registration's current one (superseded by a renewal"), nil
+	})
+	oldAgent.Stop(5 * time.Second)
 
 	// Upstream KubeFed through spec.proxyURL. First the namespace is placed
 	// on the physical cluster (so no controller removes it from the

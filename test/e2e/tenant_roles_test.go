@@ -103,6 +103,13 @@ func TestTenantRoles(t *testing.T) {
 		ctl.fails(t, `namespace shop is workspace "prod" of tenant "acme", not "test"`, "tenant", "create", "shop", "--tenant=acme", "--workspace=test")
 		ctl.fails(t, "namespace kube-federation-system is reserved for the plane", "tenant", "create", fedNS, "--tenant=acme", "--workspace=prod")
 		ctl.fails(t, "--workspace is required", "tenant", "create", "blog", "--tenant=acme")
+		// kubectl cannot do what `tenant create` refuses.
+		for _, ns := range []string{"kube-system", fedNS, "default"} {
+			out, err := k.Run(context.Background(), "", "label", "namespace", ns, "cellfed.io/tenant=acme")
+			if err == nil || !strings.Contains(err.Error(), "is reserved for the plane") {
+				t.Errorf("kubectl label namespace %s cellfed.io/tenant=acme: err=%v, output:\n%s", ns, err, out)
+			}
+		}
 		if after := k.MustRun(t, "", namespaces...); after != before {
 			t.Errorf("failed creates changed namespaces:\n%s\nthen\n%s", before, after)
 		}

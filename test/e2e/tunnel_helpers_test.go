@@ -31,7 +31,7 @@ type tunnelled struct {
 func startTunnelPlane(t *testing.T) (*framework.Server, framework.TunnelPorts) {
 	t.Helper()
 	args, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
-	return framework.StartPlane(t, framework.PlaneOptions{Args: args}), ports
+	return framework.StartPlane(t, framework.PlaneOptions{Args: append(args, framework.AllowHandIssuedAgents)}), ports
 }
 
 // startTunnelledMember starts a member kube-apiserver and its agent in a

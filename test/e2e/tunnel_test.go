@@ -59,6 +59,12 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 	tm := startTunnelledMember(t, plane, ports, "edge-1")
 	ctx := context.Background()
 
+	t.Run("readyz shows the hub", func(t *testing.T) {
+		body, err := plane.Client(t).Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").DoRaw(ctx)
+		if err != nil || !strings.Contains(string(body), "[+]tunnel-hub ok") {
+			t.Fatalf("/readyz?verbose: %v\n%s\nwant the check tunnel-hub ok", err, body)
+		}
+	})
 	t.Run("CONNECT proxy", func(t *testing.T) {
 		v, err := tm.member.Client(t).Discovery().ServerVersion()
 		if err != nil {

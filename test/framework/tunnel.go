@@ -25,6 +25,10 @@ type TunnelPorts struct {
 	AgentPort, GRPCPort, ConnectPort int
 }
 
+// AllowHandIssuedAgents is the plane flag that admits agents with a
+// certificate from IssueAgentCert (no ClusterRegistration).
+const AllowHandIssuedAgents = "--tunnel-allow-unregistered-agents"
+
 // TunnelPlaneArgs enables the plane's tunnel hub on free ports: the agent
 // listener on agentBind (0.0.0.0 lets agents in a NetNS reach it through
 // the veth; "" means loopback), the frontends on loopback.

@@ -94,4 +94,20 @@ func (c *Controller) ensureCluster(ctx context.Context, reg *cellv1alpha1.Cluste
 	return ref, "", "", nil
 }
 
+// clusterTaken reports (as a Ready reason and message) a KubeFedCluster of
+// the registration's name that the registration does not own.
+func (c *Controller) clusterTaken(ctx context.Context, reg *cellv1alpha1.ClusterRegistration) (string, string, error) {
+	ns := c.opts.FederationNamespace
+	have, err := c.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns).Get(ctx, reg.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading KubeFedCluster %s/%s: %w", ns, reg.Name, err)
+	case have.GetLabels()[registration.LabelRegistration] == reg.Name:
+		return "", "", nil
+	}
+	return registration.ReasonClusterExists, fmt.Sprintf("KubeFedCluster %s/%s exists and was not created by this registration (a cluster joined with `cellfedctl join`?); nothing is signed for it: delete this registration and register under another name, or unjoin the existing cluster", ns, reg.Name), nil
+}
+
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

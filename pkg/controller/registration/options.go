@@ -18,6 +18,9 @@ type Options struct {
 	Workers int
 	// Resync re-checks every registration this often.
 	Resync time.Duration
+	// AllowUnregisteredAgents admits tunnel agents whose certificate (signed
+	// by hand with the agent CA) belongs to no ClusterRegistration.
+	AllowUnregisteredAgents bool
 }
 
 // NewOptions returns the defaults: 30-day certificates, 2 workers.

@@ -114,6 +114,12 @@ func (c *Controller) autoApprove(tenant string) bool {
 // KubeFedCluster, the bootstrap token's deletion. It returns the Ready
 // reason and message; err is for retries.
 func (c *Controller) register(ctx context.Context, reg *cellv1alpha1.ClusterRegistration, status *cellv1alpha1.ClusterRegistrationStatus) (string, string, error) {
+	// A cluster of this name joined by other means (admission refuses such
+	// a registration; this covers one joined after it was created): sign
+	// nothing, or the agent would hold an identity for that cluster.
+	if reason, msg, err := c.clusterTaken(ctx, reg); err != nil || reason != "" {
+		return reason, msg, err
+	}
 	if reason, msg, err := c.sign(reg, status); err != nil || reason != "" {
 		return reason, msg, err
 	}

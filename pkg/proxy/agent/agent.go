@@ -29,9 +29,10 @@ import (
 
 // Agent is a running tunnel agent.
 type Agent struct {
-	opts    Options
-	target  string
-	clients *anpagent.ClientSet
+	opts     Options
+	target   string
+	clients  *anpagent.ClientSet
+	refusals *refusals
 }
 
 // New resolves the local API server and prepares the agent.
@@ -56,8 +57,12 @@ func New(o Options) (*Agent, error) {
 		}
 		o.AgentID = o.Cluster + "/" + hex.EncodeToString(b)
 	}
-	return &Agent{opts: o, target: target}, nil
+	return &Agent{opts: o, target: target, refusals: &refusals{base: o.RetryInterval, limit: o.RefusedRetryCap}}, nil
 }
+
+// Refusal is the hub's reason for refusing the agent's latest connection
+// attempt, nil when it was accepted (or none was refused yet).
+func (a *Agent) Refusal() error { return a.refusals.Last() }
 
 // Target is the local API server address dials go to.
 func (a *Agent) Target() string { return a.target }
@@ -110,7 +115,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				MinConnectTimeout: o.ConnectTimeout,
 				Backoff:           backoff.Config{BaseDelay: o.RetryInterval, Multiplier: 1.5, Jitter: 0.1, MaxDelay: o.RetryIntervalCap},
 			}),
-			grpc.WithStreamInterceptor(rewriteDials(o.Cluster, a.target)),
+			grpc.WithStreamInterceptor(interceptStream(o.Cluster, a.target, a.refusals)),
 		},
 	}
 	stop := make(chan struct{})

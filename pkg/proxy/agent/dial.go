@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"net"
 
 	"google.golang.org/grpc"
@@ -13,19 +12,9 @@ import (
 // anywhere: its name is the error the hub and the client see.
 const refusedNetwork = "refused-target-not-this-cluster"
 
-// rewriteDials intercepts the hub's dial requests on the agent's stream:
+// rewriteStream rewrites the hub's dial requests on the agent's stream:
 // a dial for <cluster>:<any port> goes to target, anything else is
 // refused.
-func rewriteDials(cluster, target string) grpc.StreamClientInterceptor {
-	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		s, err := streamer(ctx, desc, cc, method, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &rewriteStream{ClientStream: s, cluster: cluster, target: target}, nil
-	}
-}
-
 type rewriteStream struct {
 	grpc.ClientStream
 	cluster, target string

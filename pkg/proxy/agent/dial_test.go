@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	clientproto "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/proto/client"
 )
@@ -36,5 +38,27 @@ func TestRewriteDial(t *testing.T) {
 				t.Fatalf("got %s %s, want tcp %s", req.Protocol, req.Address, tt.wantAddress)
 			}
 		})
+	}
+}
+
+func TestRefusalDelay(t *testing.T) {
+	const base, limit = 500 * time.Millisecond, time.Minute
+	tests := []struct {
+		refusals int
+		want     time.Duration
+	}{
+		{0, 0},
+		{1, 500 * time.Millisecond},
+		{2, 750 * time.Millisecond},
+		{3, 1125 * time.Millisecond},
+		{11, time.Duration(float64(base) * math.Pow(1.5, 10))},
+		{12, time.Duration(float64(base) * math.Pow(1.5, 11))},
+		{13, limit},
+		{1000, limit},
+	}
+	for _, tt := range tests {
+		if got := refusalDelay(base, limit, tt.refusals); got != tt.want {
+			t.Errorf("refusalDelay after %d refusals = %v, want %v", tt.refusals, got, tt.want)
+		}
 	}
 }

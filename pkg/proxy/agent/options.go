@@ -49,6 +49,10 @@ type Options struct {
 	// RetryInterval is the first wait between connection attempts, growing
 	// by half each failure up to RetryIntervalCap.
 	RetryInterval, RetryIntervalCap time.Duration
+	// RefusedRetryCap bounds the extra wait after refusals by the hub
+	// (growing from RetryInterval by half each refusal in a row): a
+	// revoked or superseded agent knocks rarely, not once a second.
+	RefusedRetryCap time.Duration
 	// ProbeInterval is how often the agent checks its hub connection.
 	ProbeInterval time.Duration
 }
@@ -56,7 +60,7 @@ type Options struct {
 // NewOptions returns the defaults: 5 s keepalives with a 5 s timeout (a
 // dead link is noticed within 10 s), 2 s connection attempts retried
 // every 0.5 s growing to 1 s, so a returning link is used again within
-// about 3 s.
+// about 3 s; after refusals by the hub the wait grows to a minute.
 func NewOptions() *Options {
 	return &Options{
 		KeepaliveTime:    5 * time.Second,
@@ -64,6 +68,7 @@ func NewOptions() *Options {
 		ConnectTimeout:   2 * time.Second,
 		RetryInterval:    500 * time.Millisecond,
 		RetryIntervalCap: time.Second,
+		RefusedRetryCap:  time.Minute,
 		ProbeInterval:    500 * time.Millisecond,
 	}
 }
@@ -84,6 +89,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ConnectTimeout, "connect-timeout", o.ConnectTimeout, "Time one connection attempt to the hub may take.")
 	fs.DurationVar(&o.RetryInterval, "retry-interval", o.RetryInterval, "First wait between connection attempts.")
 	fs.DurationVar(&o.RetryIntervalCap, "retry-interval-cap", o.RetryIntervalCap, "Longest wait between connection attempts.")
+	fs.DurationVar(&o.RefusedRetryCap, "refused-retry-interval-cap", o.RefusedRetryCap, "Longest extra wait after the hub refused the agent (growing from --retry-interval by half each refusal in a row).")
 }
 
 // Validate checks the options.
@@ -104,7 +110,7 @@ func (o *Options) Validate() error {
 	if o.AgentID != "" && !strings.HasPrefix(o.AgentID, o.Cluster+"/") {
 		errs = append(errs, fmt.Errorf("--agent-id %q must start with %q", o.AgentID, o.Cluster+"/"))
 	}
-	for name, d := range map[string]time.Duration{"keepalive-time": o.KeepaliveTime, "keepalive-timeout": o.KeepaliveTimeout, "connect-timeout": o.ConnectTimeout, "retry-interval": o.RetryInterval, "retry-interval-cap": o.RetryIntervalCap, "probe interval": o.ProbeInterval} {
+	for name, d := range map[string]time.Duration{"keepalive-time": o.KeepaliveTime, "keepalive-timeout": o.KeepaliveTimeout, "connect-timeout": o.ConnectTimeout, "retry-interval": o.RetryInterval, "retry-interval-cap": o.RetryIntervalCap, "refused-retry-interval-cap": o.RefusedRetryCap, "probe interval": o.ProbeInterval} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be positive", name))
 		}

@@ -900,6 +900,28 @@ func TestValidateFederatedV1beta1(t *testing.T) {
 			want: invalid,
 			msgs: []string{`metadata.annotations[conversion.cellfed.io/v1beta2-spec].placementMask.topologies[0].name`, "Bad_Name", "DNS labels"},
 		},
+		// The probe's mask bypasses (issue 29): a stash that does not
+		// parse as a v1beta2 spec was accepted, or its mask dropped.
+		{
+			name: "a stashed mask whose topologies is not a list",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"placementMask":{"topologies":"x"}}`,
+				"placement:\n  clusters: [{name: shop.rz00a}]\n"),
+			want: invalid,
+			msgs: []string{`metadata.annotations[conversion.cellfed.io/v1beta2-spec].spec.placementMask.topologies`},
+		},
+		{
+			name: "a stashed mask whose name is a number",
+			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"placementMask":{"name":12345}}`,
+				"placement:\n  clusters: [{name: shop.rz00a}]\n"),
+			want: invalid,
+			msgs: []string{`metadata.annotations[conversion.cellfed.io/v1beta2-spec]`},
+		},
+		{
+			name: "a stash that is not JSON",
+			obj:  stashed(`{"placement":{"topologyType":"cell"`, "placement:\n  clusters: [{name: shop.rz00a}]\n"),
+			want: invalid,
+			msgs: []string{`metadata.annotations[conversion.cellfed.io/v1beta2-spec]`, "must be the JSON object of the v1beta2 spec"},
+		},
 		{
 			name: "a stashed mask naming a cell that does not exist",
 			obj: stashed(`{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"placementMask":{"topologies":[{"name":"rz98"}]}}`,

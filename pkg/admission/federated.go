@@ -197,6 +197,33 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 // still matches the placement), and checks it as a v1beta2 mask: a
 // mask is valid however it is written.
 func stashedMask(ns string, content map[string]any, p *placed) {
+	annPath := field.NewPath("metadata", "annotations").Key(conversion.AnnotationV1beta2Spec)
+	if raw, present := stashAnnotation(content); present {
+		// The stash is the v1beta2 spec: it must parse as one, or the
+		// mask in it would be dropped silently and a held-back cell
+		// would get the new template.
+		var stash map[string]any
+		if err := json.Unmarshal([]byte(raw), &stash); err != nil || stash == nil {
+			p.errs = append(p.errs, field.Invalid(annPath, field.OmitValueType{}, "must be the JSON object of the v1beta2 spec (placement, placementMask, overrides) that conversion wrote; remove the annotation, or write the object in v1beta2"))
+			return
+		}
+		var o typesv1beta2.FederatedObject
+		if err := decodeContent(map[string]any{"spec": stash}, &o); err != nil {
+			for _, e := range decodeErrors(err) {
+				e.Field = annPath.String() + "." + e.Field
+				p.errs = append(p.errs, e)
+			}
+			return
+		}
+		// Conversion writes only fields it knows: anything else is a
+		// hand-made stash a cellfedctl would refuse to read.
+		dec := json.NewDecoder(strings.NewReader(`{"spec":` + raw + `}`))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&typesv1beta2.FederatedObject{}); err != nil {
+			p.errs = append(p.errs, field.Invalid(annPath, field.OmitValueType{}, fmt.Sprintf("is not a v1beta2 spec: %v; remove the annotation, or write the object in v1beta2", strings.TrimPrefix(err.Error(), "json: "))))
+			return
+		}
+	}
 	v2, ok := conversion.StashedV1beta2Spec(content)
 	if !ok {
 		return
@@ -242,6 +269,19 @@ func tooLong(lists ...listLen) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// stashAnnotation is the raw conversion stash of a v1beta1 object, and
+// whether it has one.
+func stashAnnotation(content map[string]any) (string, bool) {
+	md, _ := content["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	v, ok := ann[conversion.AnnotationV1beta2Spec]
+	if !ok {
+		return "", false
+	}
+	s, _ := v.(string)
+	return s, true
 }
 
 // validNames checks v1beta2 topology names and their uniqueness in each

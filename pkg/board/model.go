@@ -220,3 +220,20 @@ func SortRows(rows []Row) {
 // CommandRef is how cellfedctl names the object: <kind>/<name>, the kind
 // lowercased (federateddeployment/web).
 func CommandRef(kind, name string) string { return strings.ToLower(kind) + "/" + name }
+
+// cellLine is a placed cell's line on the object page.
+type cellLine struct {
+	Cell string
+	Square
+}
+
+// CellLines are row's placed cells in column order.
+func CellLines(columns []string, row Row) []cellLine {
+	var out []cellLine
+	for _, c := range columns {
+		if sq, ok := row.Squares[c]; ok {
+			out = append(out, cellLine{Cell: c, Square: sq})
+		}
+	}
+	return out
+}

@@ -310,7 +310,7 @@ func (s *Server) can(ctx context.Context, verb, group, resource, subresource, ns
 // objectView is the object page's data.
 type objectView struct {
 	Row       Row
-	Columns   []string
+	Cells     []cellLine
 	Ref       string
 	Placement string
 	Mask      string
@@ -339,7 +339,7 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("workspace %s has no %s %s (deleted?); go back to the board", ns, res, name)})
 		return
 	}
-	v := objectView{Row: row, Columns: st.Columns(), Ref: CommandRef(row.Kind, name), Resource: res}
+	v := objectView{Row: row, Cells: CellLines(st.Columns(), row), Ref: CommandRef(row.Kind, name), Resource: res}
 	fed, err := decodeFor(obj)
 	if err == nil {
 		v.Placement, v.Mask = fed.placement, fed.mask

@@ -92,8 +92,8 @@ func (b *boardOptions) run(c *cobra.Command) error {
 	}
 	// The board's commands get the same kubeconfig flags this one got.
 	var inherited []string
-	c.InheritedFlags().Visit(func(f *pflag.Flag) {
-		if f.Name == "namespace" {
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if !f.Changed || f.Name == "namespace" {
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {

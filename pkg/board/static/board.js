@@ -17,7 +17,7 @@
   var table = document.getElementById("board");
   // Stats the browser tests read: when the first snapshot was drawn and
   // how many deltas arrived.
-  window.boardStats = { snapshots: 0, deltas: 0, renderMs: 0, lastDeltaMs: 0 };
+  window.boardStats = { snapshots: 0, deltas: 0, renderMs: 0, lastDeltaMs: 0, maxDeltaMs: 0, drawnAt: 0 };
 
   if (table) {
     var ns = table.dataset.ns;
@@ -122,6 +122,7 @@
       empty.hidden = rows.size > 0;
       window.boardStats.snapshots++;
       window.boardStats.renderMs = performance.now() - t0;
+      window.boardStats.drawnAt = performance.now();
     };
 
     var delta = function (d) {
@@ -153,6 +154,7 @@
       empty.hidden = rows.size > 0;
       window.boardStats.deltas++;
       window.boardStats.lastDeltaMs = performance.now() - t0;
+      window.boardStats.maxDeltaMs = Math.max(window.boardStats.maxDeltaMs, window.boardStats.lastDeltaMs);
     };
 
     var refilter = function () {

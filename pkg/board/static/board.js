@@ -49,6 +49,7 @@
     var square = function (r, c) {
       var td = el("td");
       td.dataset.cell = c;
+      td.setAttribute("role", "cell");
       var s = r.squares[c];
       if (!s) {
         var n = el("span", "sq s-none", "");
@@ -69,16 +70,21 @@
     var rowEl = function (r) {
       var tr = el("tr");
       tr.dataset.key = r.key;
+      tr.setAttribute("role", "row");
       var th = el("th");
       th.scope = "row";
+      th.setAttribute("role", "rowheader");
       var a = el("a", "obj", r.name);
       a.href = "/w/" + ns + "/o/" + r.resource + "/" + r.name;
       th.appendChild(a);
-      th.appendChild(el("span", "kind", r.kind + (r.revision ? " · " + r.revision : "") + (r.rollout ? " · " + r.rollout : "")));
+      var kind = r.kind + (r.revision ? " · " + r.revision : "") + (r.rollout ? " · " + r.rollout : "");
+      th.appendChild(el("span", "kind", kind));
+      th.title = r.name + ": " + kind;
       if (r.error) th.appendChild(el("span", "error", r.error));
       tr.appendChild(th);
       var sum = el("td", "sum", r.released + " · " + r.updated + " · " + r.ready + " / " + r.placed);
       sum.title = r.released + " released, " + r.updated + " updated, " + r.ready + " ready of " + r.placed + " placed cells";
+      sum.setAttribute("role", "cell");
       tr.appendChild(sum);
       for (var i = 0; i < columns.length; i++) tr.appendChild(square(r, columns[i]));
       tr.hidden = !visible(r);
@@ -91,6 +97,7 @@
       columns.forEach(function (c) {
         var th = el("th", "col", c);
         th.scope = "col";
+        th.setAttribute("role", "columnheader");
         tr.appendChild(th);
       });
     };
@@ -110,6 +117,8 @@
       fType.value = keep;
       rows.clear();
       trs.clear();
+      pendingRows.clear();
+      pendingRemoved.clear();
       var frag = document.createDocumentFragment();
       (snap.rows || []).forEach(function (r) {
         rows.set(r.key, r);
@@ -123,17 +132,29 @@
       window.boardStats.snapshots++;
       window.boardStats.renderMs = performance.now() - t0;
       window.boardStats.drawnAt = performance.now();
+      // After the next frame: styled, laid out and painted.
+      requestAnimationFrame(function () {
+        setTimeout(function () { window.boardStats.paintedAt = performance.now(); }, 0);
+      });
     };
 
-    var delta = function (d) {
+    // Deltas are merged by row and applied once per animation frame, so a
+    // burst of changes costs one layout, and a hidden tab holds at most one
+    // pending version of each row.
+    var pendingRows = new Map();
+    var pendingRemoved = new Set();
+    var scheduled = false;
+
+    var apply = function () {
+      scheduled = false;
       var t0 = performance.now();
-      (d.removed || []).forEach(function (k) {
+      pendingRemoved.forEach(function (k) {
         var tr = trs.get(k);
         if (tr) tr.remove();
         trs.delete(k);
         rows.delete(k);
       });
-      (d.rows || []).forEach(function (r) {
+      pendingRows.forEach(function (r) {
         var tr = rowEl(r);
         var old = trs.get(r.key);
         if (old) {
@@ -151,10 +172,21 @@
         trs.set(r.key, tr);
         rows.set(r.key, r);
       });
+      pendingRows.clear();
+      pendingRemoved.clear();
       empty.hidden = rows.size > 0;
-      window.boardStats.deltas++;
       window.boardStats.lastDeltaMs = performance.now() - t0;
       window.boardStats.maxDeltaMs = Math.max(window.boardStats.maxDeltaMs, window.boardStats.lastDeltaMs);
+    };
+
+    var delta = function (d) {
+      (d.removed || []).forEach(function (k) { pendingRows.delete(k); pendingRemoved.add(k); });
+      (d.rows || []).forEach(function (r) { pendingRemoved.delete(r.key); pendingRows.set(r.key, r); });
+      window.boardStats.deltas++;
+      if (!scheduled) {
+        scheduled = true;
+        requestAnimationFrame(apply);
+      }
     };
 
     var refilter = function () {

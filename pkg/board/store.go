@@ -28,6 +28,9 @@ import (
 // the page within it plus the plane's watch latency.
 const FlushInterval = 100 * time.Millisecond
 
+// SyncTimeout bounds the first list of a workspace's watches.
+const SyncTimeout = 30 * time.Second
+
 // Snapshot is the whole board of a workspace.
 type Snapshot struct {
 	Namespace string   `json:"namespace"`
@@ -119,6 +122,13 @@ func (s *Store) Watch(ctx context.Context, client dynamic.Interface) error {
 			return fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), s.ns, err)
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	ok := false
+	defer func() {
+		if !ok {
+			cancel() // the informers stop with a failed Watch
+		}
+	}()
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, s.ns, nil)
 	add := func(gvr schema.GroupVersionResource, on func(u *unstructured.Unstructured, deleted bool)) error {
 		_, err := factory.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -143,12 +153,15 @@ func (s *Store) Watch(ctx context.Context, client dynamic.Interface) error {
 		}
 	}
 	factory.Start(ctx.Done())
-	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("watching %s in %s: the cache did not sync", gvr.GroupResource(), s.ns)
+	syncCtx, syncCancel := context.WithTimeout(ctx, SyncTimeout)
+	defer syncCancel()
+	for gvr, synced := range factory.WaitForCacheSync(syncCtx.Done()) {
+		if !synced {
+			return fmt.Errorf("watching %s in %s: no complete list within %s; is the plane overloaded, or may you list but not watch it?", gvr.GroupResource(), s.ns, SyncTimeout)
 		}
 	}
 	s.flush()
+	ok = true
 	go s.run(ctx)
 	return nil
 }

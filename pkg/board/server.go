@@ -30,6 +30,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	"github.com/cellfed/cellfed/pkg/registration"
+	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
 //go:embed static templates
@@ -322,6 +323,8 @@ type objectView struct {
 	Status    string
 	History   string
 	Resource  string
+	// Diff is the change from the previous revision to the newest.
+	Diff, DiffTitle string
 }
 
 func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
@@ -354,6 +357,14 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 		v.History = err.Error()
 	} else {
 		v.History = out
+	}
+	if revs, err := (rollout.History{Client: s.cfg.Dynamic}).List(r.Context(), obj); err != nil {
+		v.Diff = err.Error()
+	} else if n := len(revs); n >= 2 {
+		v.DiffTitle = fmt.Sprintf("r%d → r%d", revs[n-2].Spec.Revision, revs[n-1].Spec.Revision)
+		if v.Diff, err = RevisionDiff(&revs[n-2], &revs[n-1]); err != nil {
+			v.Diff = err.Error()
+		}
 	}
 	s.render(w, "object.html", page{Title: v.Ref + " in " + ns, Namespace: ns, Data: v})
 }

@@ -20,7 +20,7 @@ IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb fmt vet clean images lint
+.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb chromium board-screenshots fmt vet clean images lint
 
 all: build
 
@@ -59,10 +59,18 @@ demo: build kubectl
 mariadb:
 	hack/mariadb.sh
 
+# Debian's Chromium for the browser tests (TestBoard drives it with chromedp).
+chromium:
+	hack/chromium.sh
+
+# Regenerates docs/images/board-*.png: TestBoard writes the screenshots.
+board-screenshots: build chromium
+	CELLFED_BOARD_SCREENSHOTS=$(CURDIR)/docs/images go test -count=1 -run 'TestBoard$$' ./test/e2e/
+
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
 # end-to-end tests with kubectl against real processes. images first: the
 # image test (hack/images) runs the tarballs it leaves in _output/images.
-test: build kubectl kubefed mariadb vet images
+test: build kubectl kubefed mariadb chromium vet images
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh ./...
 
 test-unit:

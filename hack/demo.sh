@@ -125,6 +125,16 @@ for i in 1 2 3; do
 	cellfedctl join "member-$i" --kubeconfig-member="$DEMO/member-$i/admin.kubeconfig" >/dev/null
 done
 cellfedctl tenant create "$NS" --tenant=acme --workspace=prod >/dev/null
+# The release board of the workspace, as the platform admin, on localhost.
+board_port=""
+pick_port board_port
+start_proc board "$DEMO/logs/board.log" "$BIN/cellfedctl" --kubeconfig="$KUBECONFIG" board -n "$NS" --address="127.0.0.1:$board_port"
+BOARD_URL=""
+for _ in $(seq 1 100); do
+	BOARD_URL=$(grep -o 'http://[^ ]*' "$DEMO/logs/board.log" | head -1) && [[ -n $BOARD_URL ]] && break
+	sleep 0.1
+done
+if [[ -z $BOARD_URL ]]; then log "cellfedctl board printed no address: $(cat "$DEMO/logs/board.log")"; exit 1; fi
 for c in "${CELLS[@]}"; do
 	cell=${c%%:*}
 	cellfedctl cell create "$cell" -n "$NS" --cluster="${c#*:}" --label="zone=z${cell:2:1}" >/dev/null
@@ -274,6 +284,8 @@ cat <<EOF
 ==== cellfed demo: a plane, a controller, three members, web released to three cells ====
 To explore from another shell:
   export DEMO=$DEMO KUBECONFIG=$KUBECONFIG PATH=$BIN:\$PATH
+Open the release board in a browser and watch every cell change as the steps run:
+  $BOARD_URL
 EOF
 show 'cellfedctl status'
 show 'kubectl get cells -n shop'
@@ -382,5 +394,6 @@ if [[ ${DEMO_EXIT:-0} != 0 ]]; then
 	exit 0
 fi
 RUNNING=1
+log "Release board: $BOARD_URL (open it in a browser: every object of shop against every cell, live)"
 log "Demo running; Ctrl-C to stop and clean up"
 watch_procs

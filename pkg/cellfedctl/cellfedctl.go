@@ -124,7 +124,7 @@ namespace).`, o.name),
 	})
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
-		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newTokenCommand(o), newRegistrationCommand(o), newRotateKeyCommand(o), newVersionCommand(o))
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newTokenCommand(o), newRegistrationCommand(o), newRotateKeyCommand(o), newVersionCommand(o), newBoardCommand(o))
 	return root
 }
 

@@ -46,6 +46,7 @@ func TestDemo(t *testing.T) {
 	// Forbidden), grayscale, disaster recovery, undo.
 	want := []string{
 		"Propagated to all three cells",
+		`(?m)Open the release board in a browser and watch every cell change as the steps run:\n  http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}\n`,
 		`(?m)^NAME\s+CLUSTER\s+KUBEFEDCLUSTER\s+READY\s+OBJECTS\s+AGE$`,
 		`(?m)^rz00a\s+member-1\s+shop.rz00a\s+True\s+2\s`,
 		`(?m)^rz01a\s+member-1\s+shop.rz01a\s+True\s+0\s`,

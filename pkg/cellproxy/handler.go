@@ -160,7 +160,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Location:        &loc,
 		Transport:       m.transport,
 		UseLocationHost: true,
-		Responder:       responder{cluster: cluster.Name},
+		Responder:       responder{cluster: cluster.Name, tunnel: m.tunnel},
 	}
 	p.ServeHTTP(w, r)
 }
@@ -226,15 +226,23 @@ func errorStatus(cluster string, err error) *Refusal {
 	return &Refusal{Code: http.StatusBadGateway, Message: fmt.Sprintf("cluster %s: %v", cluster, err)}
 }
 
-// responder answers errors of the proxied request itself.
-type responder struct{ cluster string }
+// responder answers errors of the proxied request itself: the member
+// connection failed (dial, TLS, tunnel stream, dead connection).
+type responder struct {
+	cluster string
+	tunnel  bool
+}
 
 func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
-	if req.Context().Err() != nil && !errors.As(err, new(*UnreachableError)) {
-		return // the caller went away
+	var u *UnreachableError
+	if !errors.As(err, &u) {
+		if req.Context().Err() != nil {
+			return // the caller went away
+		}
+		u = &UnreachableError{Cluster: r.cluster, Tunnel: r.tunnel, Err: err}
 	}
 	klog.V(2).InfoS("API proxy request failed", "cluster", r.cluster, "path", req.URL.Path, "err", err)
-	writeStatus(w, errorStatus(r.cluster, err))
+	writeStatus(w, &Refusal{Code: http.StatusServiceUnavailable, Message: u.Error()})
 }
 
 var reasons = map[int]metav1.StatusReason{

@@ -39,12 +39,15 @@ rules:
 // what is proven of the streaming path here.
 func TestCellProxy(t *testing.T) {
 	t.Parallel()
-	plane, ports := startTunnelPlane(t)
+	auditPolicy := framework.WriteTempFile(t, memberAuditPolicy)
+	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
+	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
+	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	direct := framework.StartMembers(t, 1, "--audit-log-path="+auditLog,
-		"--audit-policy-file="+framework.WriteTempFile(t, memberAuditPolicy))[0]
+		"--audit-policy-file="+auditPolicy)[0]
 	edge := startTunnelledMember(t, plane, ports, "edge-1")
 	framework.JoinMember(t, plane, direct, "direct-1")
 	framework.JoinMember(t, plane, edge.member, "edge-1")
@@ -266,6 +269,27 @@ current-context: plane
 		}
 		if !strings.Contains(string(b), `"impersonatedUser":{"username":"alice","groups":["system:authenticated"],"extra":{"cellfed.io/tenant":["acme"]}}`) {
 			t.Errorf("the member's audit log shows no request of alice (tenant acme) through the proxy")
+		}
+	})
+
+	t.Run("plane audit log", func(t *testing.T) {
+		b, err := os.ReadFile(planeAudit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var allowed, refused bool
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"proxy.cellfed.io/cell":"shop/rz10a"`) && strings.Contains(line, `"proxy.cellfed.io/cluster":"edge-1"`) &&
+				strings.Contains(line, `"proxy.cellfed.io/impersonated-user":"alice"`) && strings.Contains(line, `"proxy.cellfed.io/impersonated-tenant":"acme"`) &&
+				strings.Contains(line, `"proxy.cellfed.io/member-request":"list pods -n shop"`) {
+				allowed = true
+			}
+			if strings.Contains(line, `"proxy.cellfed.io/decision":"refuse"`) && strings.Contains(line, "namespace billing is refused through cell shop/rz00a") {
+				refused = true
+			}
+		}
+		if !allowed || !refused {
+			t.Errorf("plane audit log: proxied request of alice through shop/rz10a found: %v; refusal found: %v", allowed, refused)
 		}
 	})
 

@@ -276,14 +276,37 @@ type Informers struct {
 	fedNamespace    string
 }
 
-// NewInformers watches Cells and KubeFedClusters through plane.
+// NewInformers watches Cells and KubeFedClusters through plane. The
+// caches hold typed objects: requests read them without converting.
 func NewInformers(plane dynamic.Interface, fedNamespace string) *Informers {
 	all := dynamicinformer.NewDynamicSharedInformerFactory(plane, 0)
 	fed := dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, fedNamespace, nil)
-	return &Informers{
+	i := &Informers{
 		cells:        all.ForResource(cellv1alpha1.SchemeGroupVersion.WithResource("cells")).Informer(),
 		clusters:     fed.ForResource(kubefed.KubeFedClustersResource).Informer(),
 		fedNamespace: fedNamespace,
+	}
+	if err := i.cells.SetTransform(typed(func() any { return &cellv1alpha1.Cell{} })); err != nil {
+		klog.ErrorS(err, "API proxy: typed Cell cache")
+	}
+	if err := i.clusters.SetTransform(typed(func() any { return &fedv1b1.KubeFedCluster{} })); err != nil {
+		klog.ErrorS(err, "API proxy: typed KubeFedCluster cache")
+	}
+	return i
+}
+
+// typed converts cached unstructured objects to the type newObj makes.
+func typed(newObj func() any) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		out := newObj()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, fmt.Errorf("decoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+		return out, nil
 	}
 }
 
@@ -299,36 +322,37 @@ func (i *Informers) Run(ctx context.Context) error {
 
 // Cell implements Lookup.
 func (i *Informers) Cell(namespace, name string) (*cellv1alpha1.Cell, error) {
-	out := &cellv1alpha1.Cell{}
-	if err := i.get(i.cells, namespace+"/"+name, out, "cells", name); err != nil {
+	obj, err := get(i.cells, namespace+"/"+name, "cells", name)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	c, ok := obj.(*cellv1alpha1.Cell)
+	if !ok {
+		return nil, fmt.Errorf("cell %s/%s: unexpected %T in the cache", namespace, name, obj)
+	}
+	return c, nil
 }
 
 // Cluster implements Lookup.
 func (i *Informers) Cluster(name string) (*fedv1b1.KubeFedCluster, error) {
-	out := &fedv1b1.KubeFedCluster{}
-	if err := i.get(i.clusters, i.fedNamespace+"/"+name, out, "kubefedclusters", name); err != nil {
+	obj, err := get(i.clusters, i.fedNamespace+"/"+name, "kubefedclusters", name)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	c, ok := obj.(*fedv1b1.KubeFedCluster)
+	if !ok {
+		return nil, fmt.Errorf("cluster %s: unexpected %T in the cache", name, obj)
+	}
+	return c, nil
 }
 
-func (i *Informers) get(inf cache.SharedIndexInformer, key string, out any, resource, name string) error {
+func get(inf cache.SharedIndexInformer, key, resource, name string) (any, error) {
 	obj, exists, err := inf.GetIndexer().GetByKey(key)
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", resource, key, err)
+		return nil, fmt.Errorf("reading %s %s: %w", resource, key, err)
 	}
 	if !exists {
-		return apierrors.NewNotFound(cellv1alpha1.Resource(resource), name)
+		return nil, apierrors.NewNotFound(cellv1alpha1.Resource(resource), name)
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return fmt.Errorf("%s %s: unexpected %T in the cache", resource, key, obj)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		return fmt.Errorf("decoding %s %s: %w", resource, key, err)
-	}
-	return nil
+	return obj, nil
 }

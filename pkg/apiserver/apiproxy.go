@@ -6,11 +6,15 @@ import (
 	"net"
 	"strconv"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/cellfed/cellfed/pkg/cellproxy"
@@ -70,6 +74,24 @@ func (h apiProxyHook) start(hookCtx genericapiserver.PostStartHookContext) error
 	}
 	inf := cellproxy.NewInformers(plane, h.fedNamespace)
 	members := cellproxy.NewMembers(h.opts, tunnel, secrets)
+	// Member RBAC follows the plane's grants and cells.
+	trigger := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case trigger <- struct{}{}:
+		default:
+		}
+	}
+	if err := inf.OnChange(poke); err != nil {
+		return err
+	}
+	rbac := informers.NewSharedInformerFactory(kube, 0)
+	rbs := rbac.Rbac().V1().RoleBindings()
+	if _, err := rbs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }, DeleteFunc: func(any) { poke() },
+	}); err != nil {
+		return fmt.Errorf("API proxy: %w", err)
+	}
 	go func() {
 		if err := inf.Run(hookCtx); err != nil {
 			klog.ErrorS(err, "API proxy not started")
@@ -77,6 +99,21 @@ func (h apiProxyHook) start(hookCtx genericapiserver.PostStartHookContext) error
 		}
 		h.handler.Start(inf, members)
 		klog.InfoS("API proxy serving", "prefix", cellproxy.Prefix, "tunnel", tunnel != nil)
+		if !h.opts.MemberRBAC {
+			return
+		}
+		rbac.Start(hookCtx.Done())
+		if !cache.WaitForCacheSync(hookCtx.Done(), rbs.Informer().HasSynced) {
+			return
+		}
+		bindings := func() []*rbacv1.RoleBinding {
+			list, err := rbs.Lister().List(labels.Everything())
+			if err != nil {
+				klog.ErrorS(err, "Listing RoleBindings")
+			}
+			return list
+		}
+		cellproxy.RunMemberRBAC(hookCtx, members, inf, bindings, trigger, h.opts.MemberRBACResync)
 	}()
 	return nil
 }

@@ -156,6 +156,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.DurationVar(&o.APIProxy.DialTimeout, "api-proxy-dial-timeout", o.APIProxy.DialTimeout, "How long the API proxy (/apis/proxy.cellfed.io) waits to connect to a member, directly or through its tunnel, before answering 503.")
+	fs.BoolVar(&o.APIProxy.MemberRBAC, "member-rbac", o.APIProxy.MemberRBAC, "Bind tenants' app-team and viewer roles on member clusters (cellfed:member:app-team, cellfed:member:viewer) in the namespaces their cells place there, following cellfedctl tenant grant (off by default: it writes RBAC to every member with the cluster's own access).")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
 	fs.StringVar(&o.SharedPKIDir, "shared-pki-dir", o.SharedPKIDir, "Directory (e.g. a mounted Secret) with the PKI replicas on one database share: "+strings.Join(SharedPKIFiles, ", ")+"; copied into <data-dir>/pki on start (`cellfed-apiserver init` writes a set).")

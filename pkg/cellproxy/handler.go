@@ -320,6 +320,39 @@ func (i *Informers) Run(ctx context.Context) error {
 	return nil
 }
 
+// OnChange calls f after every change of a Cell or KubeFedCluster.
+func (i *Informers) OnChange(f func()) error {
+	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { f() }, UpdateFunc: func(any, any) { f() }, DeleteFunc: func(any) { f() }}
+	for _, inf := range []cache.SharedIndexInformer{i.cells, i.clusters} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("API proxy caches: %w", err)
+		}
+	}
+	return nil
+}
+
+// Cells lists the cached Cells.
+func (i *Informers) Cells() []*cellv1alpha1.Cell {
+	var out []*cellv1alpha1.Cell
+	for _, o := range i.cells.GetStore().List() {
+		if c, ok := o.(*cellv1alpha1.Cell); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Clusters lists the cached KubeFedClusters.
+func (i *Informers) Clusters() []*fedv1b1.KubeFedCluster {
+	var out []*fedv1b1.KubeFedCluster
+	for _, o := range i.clusters.GetStore().List() {
+		if c, ok := o.(*fedv1b1.KubeFedCluster); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Cell implements Lookup.
 func (i *Informers) Cell(namespace, name string) (*cellv1alpha1.Cell, error) {
 	obj, err := get(i.cells, namespace+"/"+name, "cells", name)

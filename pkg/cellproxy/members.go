@@ -42,11 +42,16 @@ type Options struct {
 	// TokenTTL is the lifetime asked for the proxy identity's tokens; they
 	// are renewed at two thirds of it.
 	TokenTTL time.Duration
+	// MemberRBAC keeps tenants' roles bound on the members in the
+	// namespaces their cells place there; MemberRBACResync is how often
+	// it checks without a change.
+	MemberRBAC       bool
+	MemberRBACResync time.Duration
 }
 
 // NewOptions returns the defaults.
 func NewOptions() Options {
-	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour}
+	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: false, MemberRBACResync: time.Minute}
 }
 
 // TunnelDialer opens connections to tunnelled members (proxy.Dialer).
@@ -230,19 +235,9 @@ func (ms *Members) tokenFor(ctx context.Context, m *member) (string, error) {
 }
 
 func (ms *Members) setUp(ctx context.Context, m *member) (string, time.Time, error) {
-	data, err := ms.secrets(ctx, m.secret)
+	admin, err := ms.adminClient(ctx, m)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("cluster %s: reading its access secret %s: %w", m.cluster, m.secret, err)
-	}
-	adminToken := strings.TrimSpace(string(data["token"]))
-	if adminToken == "" {
-		return "", time.Time{}, fmt.Errorf("cluster %s: secret %s has no key \"token\"", m.cluster, m.secret)
-	}
-	cfg := rest.CopyConfig(m.restCfg)
-	cfg.BearerToken = adminToken
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("cluster %s: %w", m.cluster, err)
+		return "", time.Time{}, err
 	}
 	g := memberaccess.Grant{
 		Namespace: m.namespace, ServiceAccount: ServiceAccount, Rules: ProxyRules,

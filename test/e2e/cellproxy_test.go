@@ -16,7 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -42,7 +42,7 @@ func TestCellProxy(t *testing.T) {
 	auditPolicy := framework.WriteTempFile(t, memberAuditPolicy)
 	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
-	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy)})
+	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy, "--member-rbac")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
@@ -68,37 +68,13 @@ func TestCellProxy(t *testing.T) {
 	ctl.ok(t, "tenant", "grant", "serviceaccount:shop:bot", "-n", "shop", "--role=app-team")
 	token := strings.TrimSpace(k.MustRun(t, "", "create", "token", "bot", "-n", "shop"))
 
-	// The members' RBAC, as a platform team keeps it: alice edits shop,
-	// bob views it, carol edits billing (the members run no
-	// controller-manager, so Kubernetes' aggregated edit and view roles
-	// are empty there: explicit roles instead).
-	roles := map[string][]string{"edit": {"*"}, "view": {"get", "list", "watch"}}
+	// The members hold the workspaces' namespaces (as propagation makes
+	// them) and a pod; their RBAC follows the plane's grants
+	// (--member-rbac).
 	for _, m := range []*framework.Server{direct, edge.member} {
 		mc := m.Client(t)
-		for name, verbs := range roles {
-			cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test:" + name}, Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "configmaps"}, Verbs: verbs}}}
-			if name == "edit" {
-				cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach", "pods/portforward"}, Verbs: []string{"create", "get"}})
-			}
-			if _, err := mc.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
 		for _, ns := range []string{"shop", "billing"} {
 			if _, err := mc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, b := range []struct{ ns, user, role string }{{"shop", "alice", "edit"}, {"shop", "bob", "view"}, {"billing", "carol", "edit"}, {"shop", "bot", "edit"}} {
-			subject := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: b.user}
-			if b.user == "bot" {
-				subject = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "bot", Namespace: "shop"}
-			}
-			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.user, Namespace: b.ns},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test:" + b.role},
-				Subjects: []rbacv1.Subject{subject}}
-			if _, err := mc.RbacV1().RoleBindings(b.ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -295,11 +271,23 @@ current-context: plane
 
 	t.Run("revoking a grant", func(t *testing.T) {
 		url := cellURL("shop", "rz00a")
+		for _, m := range []*framework.Server{direct, edge.member} {
+			if _, err := m.Client(t).RbacV1().RoleBindings("shop").Get(ctx, "cellfed:viewer:user:bob", metav1.GetOptions{}); err != nil {
+				t.Fatalf("member %s: bob's viewer binding: %v", m.Name, err)
+			}
+		}
 		k.MustRun(t, "", "delete", "rolebinding", "cellfed:viewer:user:bob", "-n", "shop")
 		eventually(t, "bob refused after the revoke", func() (bool, string) {
 			out, err := as("bob", url, "get", "pods", "-n", "shop")
 			return err != nil && strings.Contains(out, `cannot get resource "cells/proxy"`), out
 		})
+		// The member binding follows.
+		for _, m := range []*framework.Server{direct, edge.member} {
+			waitFor(t, "bob's binding removed from member "+m.Name, func(ctx context.Context) (bool, error) {
+				_, err := m.Client(t).RbacV1().RoleBindings("shop").Get(ctx, "cellfed:viewer:user:bob", metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			})
+		}
 	})
 
 	t.Run("link cut", func(t *testing.T) {

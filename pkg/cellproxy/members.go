@@ -249,11 +249,11 @@ func (ms *Members) setUp(ctx context.Context, m *member) (string, time.Time, err
 	}
 	created, updated, err := memberaccess.Ensure(ctx, admin, g, func(string, func(context.Context) error) {}, wrap)
 	if err != nil {
-		return "", time.Time{}, unreachable(m, err)
+		return "", time.Time{}, unreachable(err)
 	}
 	token, expiry, err := memberaccess.MintToken(ctx, admin, m.namespace, ServiceAccount, ms.opts.TokenTTL)
 	if err != nil {
-		return "", time.Time{}, unreachable(m, fmt.Errorf("token for %s/%s: %w", m.namespace, ServiceAccount, err))
+		return "", time.Time{}, unreachable(fmt.Errorf("token for %s/%s: %w", m.namespace, ServiceAccount, err))
 	}
 	if created+updated > 0 {
 		if err := waitMayImpersonate(ctx, m, token); err != nil {
@@ -265,7 +265,7 @@ func (ms *Members) setUp(ctx context.Context, m *member) (string, time.Time, err
 }
 
 // unreachable marks connection failures as such (503), keeping others.
-func unreachable(m *member, err error) error {
+func unreachable(err error) error {
 	var u *UnreachableError
 	if errors.As(err, &u) {
 		return u

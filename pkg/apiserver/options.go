@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cellfed/cellfed/pkg/cellproxy"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
@@ -72,6 +74,8 @@ type Options struct {
 	// Registration configures the controller that approves agents'
 	// ClusterRegistrations and signs their certificates.
 	Registration registrationcontroller.Options
+	// APIProxy tunes the API proxy to member clusters.
+	APIProxy cellproxy.Options
 
 	// tunnel and registrationAccess connect the registration controller to
 	// the tunnel hub: disconnecting revoked agents, and the apiEndpoint and
@@ -132,6 +136,7 @@ func NewOptions() *Options {
 		FederationNamespace:    federatedtypes.DefaultNamespace,
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
 		Registration:           registrationcontroller.NewOptions(),
+		APIProxy:               cellproxy.NewOptions(),
 		Tunnel:                 proxy.NewOptions(),
 		Encryption:             NewEncryptionOptions(),
 		admission:              shared,
@@ -151,6 +156,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&o.ControllerWorkers, "controller-workers", o.ControllerWorkers, "Workers per core controller.")
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.BoolVar(&o.Registration.AllowUnregisteredAgents, "tunnel-allow-unregistered-agents", o.Registration.AllowUnregisteredAgents, "Admit tunnel agents whose certificate, signed by hand with the agent CA, belongs to no ClusterRegistration (off: only registered clusters' agents are admitted).")
+	fs.DurationVar(&o.APIProxy.DialTimeout, "api-proxy-dial-timeout", o.APIProxy.DialTimeout, "How long the API proxy (/apis/proxy.cellfed.io) waits to connect to a member, directly or through its tunnel, before answering 503.")
+	fs.BoolVar(&o.APIProxy.MemberRBAC, "member-rbac", o.APIProxy.MemberRBAC, "Bind tenants' app-team and viewer roles on member clusters (cellfed:member:app-team, cellfed:member:viewer) in the namespaces their cells place there, following cellfedctl tenant grant (off by default: it writes RBAC to every member with the cluster's own access).")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
 	fs.StringVar(&o.SharedPKIDir, "shared-pki-dir", o.SharedPKIDir, "Directory (e.g. a mounted Secret) with the PKI replicas on one database share: "+strings.Join(SharedPKIFiles, ", ")+"; copied into <data-dir>/pki on start (`cellfed-apiserver init` writes a set).")

@@ -19,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
@@ -35,6 +36,7 @@ import (
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/cellproxy"
 	registrationcontroller "github.com/cellfed/cellfed/pkg/controller/registration"
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("reading the plane's CA: %w", err)
 	}
-	server, err := newServerChain(completed, self)
+	server, authz, err := newServerChain(completed, self)
 	if err != nil {
 		return err
 	}
@@ -130,6 +132,15 @@ func Run(ctx context.Context, o *Options) error {
 		if err := server.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("tunnel-hub", func(*http.Request) error { return hub.Healthy() })); err != nil {
 			return fmt.Errorf("adding the tunnel hub's readiness check: %w", err)
 		}
+	}
+	// The API proxy to members: served under the plane's filters (its
+	// authentication, impersonation, RBAC on cells/proxy and
+	// clusters/proxy, audit), answering 503 until its caches are synced.
+	apiProxy := &cellproxy.Handler{Authorizer: authz}
+	server.GenericAPIServer.Handler.NonGoRestfulMux.HandlePrefix(cellproxy.Prefix, apiProxy)
+	proxyHook := apiProxyHook{handler: apiProxy, opts: o.APIProxy, fedNamespace: o.FederationNamespace, files: o.PKIFiles(), hub: hub}
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-api-proxy", proxyHook.start); err != nil {
+		return fmt.Errorf("adding API proxy hook: %w", err)
 	}
 	// The conversion webhook of the federated types is served by the plane
 	// itself; the API server calls it with its loopback identity.
@@ -222,7 +233,7 @@ func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend)
 
 // newServerChain builds apiextensions → native (generic control plane) →
 // aggregator, the same delegation chain kube-apiserver uses.
-func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggregatorapiserver.APIAggregator, error) {
+func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
@@ -230,12 +241,12 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 		generatedopenapi.GetOpenAPIDefinitions,
 	)
 	if err != nil {
-		return nil, fmt.Errorf("building server config: %w", err)
+		return nil, nil, fmt.Errorf("building server config: %w", err)
 	}
 	serviceResolver := webhook.NewDefaultServiceResolver()
 	native, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, nil)
 	if err != nil {
-		return nil, fmt.Errorf("building control-plane config: %w", err)
+		return nil, nil, fmt.Errorf("building control-plane config: %w", err)
 	}
 	authInfoResolver := selfCallingResolver(selfHostPort, native.Generic.LoopbackClientConfig,
 		webhook.NewDefaultAuthenticationInfoResolverWrapper(native.ProxyTransport, native.Generic.EgressSelector, native.Generic.LoopbackClientConfig, native.Generic.TracerProvider))
@@ -245,11 +256,11 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 	// once their informers see it.
 	extConfig, err := controlplaneapiserver.CreateAPIExtensionsConfig(*native.Generic, native.VersionedInformers, pluginInitializer, opts, 1, serviceResolver, authInfoResolver)
 	if err != nil {
-		return nil, fmt.Errorf("building apiextensions config: %w", err)
+		return nil, nil, fmt.Errorf("building apiextensions config: %w", err)
 	}
 	aggConfig, err := controlplaneapiserver.CreateAggregatorConfig(*native.Generic, opts, native.VersionedInformers, serviceResolver, native.ProxyTransport, native.Extra.PeerProxy, pluginInitializer)
 	if err != nil {
-		return nil, fmt.Errorf("building aggregator config: %w", err)
+		return nil, nil, fmt.Errorf("building aggregator config: %w", err)
 	}
 	// No Services in this plane: APIServices can only be local.
 	aggConfig.ExtraConfig.DisableRemoteAvailableConditionController = true
@@ -261,31 +272,31 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 	notFound := notfoundhandler.New(nativeCompleted.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	extServer, err := extCompleted.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFound))
 	if err != nil {
-		return nil, fmt.Errorf("creating apiextensions server: %w", err)
+		return nil, nil, fmt.Errorf("creating apiextensions server: %w", err)
 	}
 	crdAPIEnabled := extCompleted.GenericConfig.MergedResourceConfig.ResourceEnabled(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
 
 	nativeServer, err := nativeCompleted.New("cellfed-apiserver", extServer.GenericAPIServer)
 	if err != nil {
-		return nil, fmt.Errorf("creating control-plane server: %w", err)
+		return nil, nil, fmt.Errorf("creating control-plane server: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(nativeCompleted.Generic.LoopbackClientConfig)
 	if err != nil {
-		return nil, fmt.Errorf("creating loopback client: %w", err)
+		return nil, nil, fmt.Errorf("creating loopback client: %w", err)
 	}
 	providers, err := nativeCompleted.GenericStorageProviders(client.Discovery())
 	if err != nil {
-		return nil, fmt.Errorf("creating storage providers: %w", err)
+		return nil, nil, fmt.Errorf("creating storage providers: %w", err)
 	}
 	if err := nativeServer.InstallAPIs(providers...); err != nil {
-		return nil, fmt.Errorf("installing APIs: %w", err)
+		return nil, nil, fmt.Errorf("installing APIs: %w", err)
 	}
 	agg, err := controlplaneapiserver.CreateAggregatorServer(aggCompleted, nativeServer.GenericAPIServer,
 		extServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, controlplaneapiserver.DefaultGenericAPIServicePriorities())
 	if err != nil {
-		return nil, fmt.Errorf("creating aggregator: %w", err)
+		return nil, nil, fmt.Errorf("creating aggregator: %w", err)
 	}
-	return agg, nil
+	return agg, native.Generic.Authorization.Authorizer, nil
 }
 
 // startTunnelHub creates the agent CA (also when the hub runs apart, as

@@ -100,6 +100,7 @@ namespace).`, o.name),
 			"tenant grant alice -n shop --role=app-team",
 			"status",
 			"rollout start deployment/web -n shop --cells=rz00a",
+			"kubeconfig --cell=rz00a -n shop > rz00a.kubeconfig",
 		),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -124,7 +125,7 @@ namespace).`, o.name),
 	})
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
-		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newTokenCommand(o), newRegistrationCommand(o), newRotateKeyCommand(o), newVersionCommand(o), newBoardCommand(o))
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newTokenCommand(o), newRegistrationCommand(o), newRotateKeyCommand(o), newKubeconfigCommand(o), newVersionCommand(o), newBoardCommand(o))
 	return root
 }
 

@@ -40,6 +40,8 @@ type Grant struct {
 	Labels map[string]string
 	// Where names the member in messages, e.g. " in member cluster x".
 	Where string
+	// Rules are the ClusterRole's rules; nil means Rules (everything).
+	Rules []rbacv1.PolicyRule
 }
 
 // Undo records how to revert a write (the caller runs them on failure).
@@ -58,6 +60,10 @@ func ServiceAccountUser(namespace, name string) string {
 // and updated.
 func Ensure(ctx context.Context, member kubernetes.Interface, g Grant, undo Undo, wrap Wrap) (created, updated int, err error) {
 	ns, sa, labels, where := g.Namespace, g.ServiceAccount, g.Labels, g.Where
+	rules := g.Rules
+	if rules == nil {
+		rules = Rules
+	}
 
 	got, err := member.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	switch {
@@ -95,7 +101,7 @@ func Ensure(ctx context.Context, member kubernetes.Interface, g Grant, undo Undo
 	role, err := roles.Get(ctx, sa, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		obj := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa, Labels: labels}, Rules: Rules}
+		obj := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa, Labels: labels}, Rules: rules}
 		if _, err := roles.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return 0, 0, wrap(err, "creating ClusterRole "+sa+where)
 		}
@@ -103,8 +109,8 @@ func Ensure(ctx context.Context, member kubernetes.Interface, g Grant, undo Undo
 		created++
 	case err != nil:
 		return 0, 0, wrap(err, "reading ClusterRole "+sa+where)
-	case !reflect.DeepEqual(role.Rules, Rules):
-		role.Rules = Rules
+	case !reflect.DeepEqual(role.Rules, rules):
+		role.Rules = rules
 		if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
 			return 0, 0, wrap(err, "updating ClusterRole "+sa+where)
 		}

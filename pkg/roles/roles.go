@@ -53,6 +53,15 @@ var (
 	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 )
 
+// cellProxyRule lets app teams use the API proxy of their workspace's
+// cells with every verb (the member's RBAC, for the impersonated caller,
+// decides what a request may do there); viewerProxyRule only reads
+// through it (no exec, attach, port-forward or writes).
+var (
+	cellProxyRule   = rbacv1.PolicyRule{APIGroups: []string{"proxy.cellfed.io"}, Resources: []string{"cells/proxy"}, Verbs: []string{"*"}}
+	viewerProxyRule = rbacv1.PolicyRule{APIGroups: []string{"proxy.cellfed.io"}, Resources: []string{"cells/proxy"}, Verbs: readVerbs}
+)
+
 // ClusterRoles are the plane's ClusterRoles, in a fixed order.
 //
 // app team: every federated type (resources "*" of types.kubefed.io, so
@@ -82,6 +91,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions"}, Verbs: writeVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"cells", "cells/status"}, Verbs: readVerbs},
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
+				cellProxyRule,
 			},
 		},
 		{
@@ -90,6 +100,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 				{APIGroups: []string{groupTypes}, Resources: []string{"*"}, Verbs: readVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions", "cells", "cells/status"}, Verbs: readVerbs},
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
+				viewerProxyRule,
 			},
 		},
 		{

@@ -95,7 +95,10 @@ type getStats struct {
 
 // measureGets runs tunnelWorkers workers GETting one config map for
 // tunnelDuration after a short warm-up.
-func measureGets(b *testing.B, cfg *rest.Config) getStats {
+func measureGets(b *testing.B, cfg *rest.Config) getStats { return measureGetsIn(b, cfg, "default") }
+
+// measureGetsIn is measureGets of the config map "bench" in namespace.
+func measureGetsIn(b *testing.B, cfg *rest.Config, namespace string) getStats {
 	cfg = rest.CopyConfig(cfg)
 	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	c, err := kubernetes.NewForConfig(cfg)
@@ -104,7 +107,7 @@ func measureGets(b *testing.B, cfg *rest.Config) getStats {
 	}
 	ctx := context.Background()
 	get := func() error {
-		_, err := c.CoreV1().ConfigMaps("default").Get(ctx, "bench", metav1.GetOptions{})
+		_, err := c.CoreV1().ConfigMaps(namespace).Get(ctx, "bench", metav1.GetOptions{})
 		return err
 	}
 	for range 200 { // warm-up: connections and caches

@@ -49,6 +49,8 @@ func isFile(p string) bool {
 // Kubectl runs the real kubectl binary against a kubeconfig.
 type Kubectl struct {
 	Kubeconfig string
+	// Env is added to the test's environment (KEY=value).
+	Env []string
 }
 
 // Run runs kubectl with args and stdin, returning stdout, and stderr in the error.
@@ -58,6 +60,9 @@ func (k Kubectl) Run(ctx context.Context, stdin string, args ...string) (string,
 	cmd := exec.CommandContext(ctx, kubectlPath(), append([]string{"--kubeconfig=" + k.Kubeconfig}, args...)...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
+	}
+	if len(k.Env) > 0 {
+		cmd.Env = append(os.Environ(), k.Env...)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,0 +1,206 @@
+package cellproxy
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+)
+
+// Member roles: what a tenant's app team and viewers may do in the
+// namespaces placed on a member, bound there in step with the plane's
+// grants (`cellfedctl tenant grant`), so a person has the same rights
+// through a cell's proxy as on the plane.
+const (
+	MemberAppTeam = "cellfed:member:app-team"
+	MemberViewer  = "cellfed:member:viewer"
+	// LabelMemberRBAC marks the member RoleBindings cellfed manages.
+	LabelMemberRBAC = "cellfed.io/member-rbac"
+)
+
+var workloadGroups = []string{"", "apps", "batch", "autoscaling", "networking.k8s.io", "policy", "discovery.k8s.io"}
+
+var viewResources = []string{"pods", "pods/log", "pods/status", "services", "endpoints", "configmaps", "events", "persistentvolumeclaims",
+	"replicationcontrollers", "serviceaccounts", "deployments", "deployments/scale", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
+	"horizontalpodautoscalers", "ingresses", "networkpolicies", "poddisruptionbudgets", "endpointslices"}
+
+// MemberRoles are the member ClusterRoles, bound per namespace.
+func MemberRoles() []*rbacv1.ClusterRole {
+	labels := map[string]string{LabelMemberRBAC: "true"}
+	return []*rbacv1.ClusterRole{
+		{ObjectMeta: metav1.ObjectMeta{Name: MemberAppTeam, Labels: labels}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: workloadGroups, Resources: []string{"*"}, Verbs: []string{"*"}},
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: MemberViewer, Labels: labels}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: workloadGroups, Resources: viewResources, Verbs: []string{"get", "list", "watch"}},
+		}},
+	}
+}
+
+// planeToMember maps the plane's tenant roles to member roles.
+var planeToMember = map[string]string{"cellfed:app-team": MemberAppTeam, "cellfed:viewer": MemberViewer}
+
+// DesiredBindings are the member RoleBindings of one cluster: for every
+// namespace with a Cell on cluster, each plane RoleBinding there to a
+// tenant role becomes a RoleBinding of the same name and subjects to the
+// member role. Sorted by namespace and name.
+func DesiredBindings(cluster string, cells []*cellv1alpha1.Cell, bindings []*rbacv1.RoleBinding) []*rbacv1.RoleBinding {
+	placed := map[string]bool{}
+	for _, c := range cells {
+		if c.Spec.Cluster == cluster && c.DeletionTimestamp == nil {
+			placed[c.Namespace] = true
+		}
+	}
+	var out []*rbacv1.RoleBinding
+	for _, b := range bindings {
+		role, ok := planeToMember[b.RoleRef.Name]
+		if !ok || b.RoleRef.Kind != "ClusterRole" || !placed[b.Namespace] || b.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace, Labels: map[string]string{LabelMemberRBAC: "true"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   b.Subjects,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
+	})
+	return out
+}
+
+// SyncMemberRBAC makes the member's managed RoleBindings (and the member
+// roles) what DesiredBindings says, with the cluster's own access.
+// Namespaces missing on the member are skipped until they exist
+// (pending reports them).
+func (ms *Members) SyncMemberRBAC(ctx context.Context, c *fedv1b1.KubeFedCluster, want []*rbacv1.RoleBinding) (pending bool, err error) {
+	m, err := ms.get(c)
+	if err != nil {
+		return false, err
+	}
+	member, err := ms.adminClient(ctx, m)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range MemberRoles() {
+		got, err := member.RbacV1().ClusterRoles().Get(ctx, r.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = member.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{})
+		case err == nil && !reflect.DeepEqual(got.Rules, r.Rules):
+			got.Rules = r.Rules
+			_, err = member.RbacV1().ClusterRoles().Update(ctx, got, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return false, fmt.Errorf("cluster %s: ClusterRole %s: %w", c.Name, r.Name, err)
+		}
+	}
+	have, err := member.RbacV1().RoleBindings("").List(ctx, metav1.ListOptions{LabelSelector: LabelMemberRBAC + "=true"})
+	if err != nil {
+		return false, fmt.Errorf("cluster %s: listing managed RoleBindings: %w", c.Name, err)
+	}
+	wanted := map[string]*rbacv1.RoleBinding{}
+	for _, b := range want {
+		wanted[b.Namespace+"/"+b.Name] = b
+	}
+	for i := range have.Items {
+		h := &have.Items[i]
+		w, ok := wanted[h.Namespace+"/"+h.Name]
+		switch {
+		case !ok || w.RoleRef != h.RoleRef:
+			if err := member.RbacV1().RoleBindings(h.Namespace).Delete(ctx, h.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("cluster %s: removing RoleBinding %s/%s: %w", c.Name, h.Namespace, h.Name, err)
+			}
+			klog.InfoS("Member RoleBinding removed", "cluster", c.Name, "roleBinding", h.Namespace+"/"+h.Name)
+		case !reflect.DeepEqual(w.Subjects, h.Subjects):
+			h.Subjects = w.Subjects
+			if _, err := member.RbacV1().RoleBindings(h.Namespace).Update(ctx, h, metav1.UpdateOptions{}); err != nil {
+				return false, fmt.Errorf("cluster %s: updating RoleBinding %s/%s: %w", c.Name, h.Namespace, h.Name, err)
+			}
+			delete(wanted, h.Namespace+"/"+h.Name)
+		default:
+			delete(wanted, h.Namespace+"/"+h.Name)
+		}
+	}
+	for _, b := range want {
+		if _, ok := wanted[b.Namespace+"/"+b.Name]; !ok {
+			continue
+		}
+		_, err := member.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			pending = true // the namespace is not on the member yet
+			continue
+		case err != nil && !apierrors.IsAlreadyExists(err):
+			return false, fmt.Errorf("cluster %s: creating RoleBinding %s/%s: %w", c.Name, b.Namespace, b.Name, err)
+		}
+		klog.InfoS("Member RoleBinding created", "cluster", c.Name, "roleBinding", b.Namespace+"/"+b.Name, "role", b.RoleRef.Name)
+	}
+	return pending, nil
+}
+
+// adminClient is a client with the cluster's own access (its
+// KubeFedCluster Secret), for setting up identities and RBAC.
+func (ms *Members) adminClient(ctx context.Context, m *member) (kubernetes.Interface, error) {
+	data, err := ms.secrets(ctx, m.secret)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: reading its access secret %s: %w", m.cluster, m.secret, err)
+	}
+	token := strings.TrimSpace(string(data["token"]))
+	if token == "" {
+		return nil, fmt.Errorf("cluster %s: secret %s has no key \"token\"", m.cluster, m.secret)
+	}
+	cfg := rest.CopyConfig(m.restCfg)
+	cfg.BearerToken = token
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", m.cluster, err)
+	}
+	return c, nil
+}
+
+// RunMemberRBAC keeps every physical member's RBAC in step with the
+// plane's grants: on every change of Cells and RoleBindings (trigger) and
+// every resync; sooner (retryAfter) while a member lacks a namespace or
+// fails.
+func RunMemberRBAC(ctx context.Context, ms *Members, inf *Informers, bindings func() []*rbacv1.RoleBinding, trigger <-chan struct{}, resync time.Duration) {
+	const retryAfter = 2 * time.Second
+	for {
+		cells := inf.Cells()
+		rbs := bindings()
+		wait := resync
+		for _, c := range inf.Clusters() {
+			if strings.Contains(c.Name, ".") {
+				continue // per-cell clusters share their physical cluster's member
+			}
+			pending, err := ms.SyncMemberRBAC(ctx, c, DesiredBindings(c.Name, cells, rbs))
+			if err != nil {
+				klog.ErrorS(err, "Keeping member RBAC in step with tenancy", "cluster", c.Name)
+			}
+			if (pending || err != nil) && wait > retryAfter {
+				wait = retryAfter
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		case <-trigger:
+			t.Stop()
+		}
+	}
+}

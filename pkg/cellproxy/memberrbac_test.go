@@ -1,0 +1,56 @@
+package cellproxy
+
+import (
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+)
+
+func TestDesiredBindings(t *testing.T) {
+	cell := func(ns, name, cluster string) *cellv1alpha1.Cell {
+		return &cellv1alpha1.Cell{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cellv1alpha1.CellSpec{Cluster: cluster}}
+	}
+	alice := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}}
+	rb := func(ns, name, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: alice}
+	}
+	cells := []*cellv1alpha1.Cell{cell("shop", "rz00a", "m1"), cell("shop", "rz01a", "m2"), cell("billing", "bz00a", "m2")}
+	bindings := []*rbacv1.RoleBinding{
+		rb("shop", "cellfed:app-team:user:alice", "cellfed:app-team"),
+		rb("shop", "cellfed:viewer:user:bob", "cellfed:viewer"),
+		rb("shop", "other", "edit"),
+		rb("billing", "cellfed:viewer:user:carol", "cellfed:viewer"),
+		rb("blog", "cellfed:app-team:user:dan", "cellfed:app-team"),
+	}
+	for _, tc := range []struct {
+		cluster string
+		want    []string
+	}{
+		{"m1", []string{"shop/cellfed:app-team:user:alice=" + MemberAppTeam, "shop/cellfed:viewer:user:bob=" + MemberViewer}},
+		{"m2", []string{"billing/cellfed:viewer:user:carol=" + MemberViewer, "shop/cellfed:app-team:user:alice=" + MemberAppTeam, "shop/cellfed:viewer:user:bob=" + MemberViewer}},
+		{"m3", nil},
+	} {
+		t.Run(tc.cluster, func(t *testing.T) {
+			got := DesiredBindings(tc.cluster, cells, bindings)
+			var names []string
+			for _, b := range got {
+				names = append(names, b.Namespace+"/"+b.Name+"="+b.RoleRef.Name)
+				if b.Labels[LabelMemberRBAC] != "true" || len(b.Subjects) != 1 {
+					t.Errorf("binding %s/%s: labels %v subjects %v", b.Namespace, b.Name, b.Labels, b.Subjects)
+				}
+			}
+			if len(names) != len(tc.want) {
+				t.Fatalf("got %v, want %v", names, tc.want)
+			}
+			for i := range names {
+				if names[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", names, tc.want)
+				}
+			}
+		})
+	}
+}

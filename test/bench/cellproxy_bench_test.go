@@ -22,7 +22,7 @@ import (
 // p50 through a cell on a direct member at most 1.5× direct.
 func BenchmarkCellProxy(b *testing.B) {
 	args, ports := framework.TunnelPlaneArgs(b, "")
-	plane := framework.StartPlane(b, framework.PlaneOptions{Args: args})
+	plane := framework.StartPlane(b, framework.PlaneOptions{Args: append(args, framework.AllowHandIssuedAgents)})
 	members := framework.StartMembers(b, 2)
 	direct, edge := members[0], members[1]
 	cert, key := framework.IssueAgentCert(b, plane, "edge-1", time.Hour)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -382,9 +383,13 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 	}
 
 	type view struct {
-		mu    sync.Mutex
-		state map[string]string
-		dupes int
+		mu         sync.Mutex
+		state      map[string]string
+		dupes      int
+		preStart   int
+		watchErr   error
+		listRev    int64 // the revision the client listed at
+		createdRev int64 // the revision kine's watch-created answer reported
 	}
 	views := make([]*view, clients)
 	var started sync.WaitGroup
@@ -404,13 +409,24 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 				v.state[string(kv.Key)] = string(kv.Value)
 				revs[string(kv.Key)] = kv.ModRevision
 			}
-			w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+			v.mu.Lock()
+			v.listRev = resp.Header.Revision
+			v.mu.Unlock()
+			w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithCreatedNotify())
 			go func() {
 				for wr := range w {
 					v.mu.Lock()
+					if wr.Created {
+						v.createdRev = wr.Header.Revision
+					}
+					if err := wr.Err(); err != nil && v.watchErr == nil {
+						v.watchErr = err // the watch ended: an informer would relist
+					}
 					for _, ev := range wr.Events {
 						k := string(ev.Kv.Key)
-						if ev.Kv.ModRevision <= revs[k] {
+						if ev.Kv.ModRevision <= resp.Header.Revision {
+							v.preStart++ // an event from before the watch's start revision
+						} else if ev.Kv.ModRevision <= revs[k] {
 							v.dupes++ // an event the client has already seen
 						}
 						revs[k] = ev.Kv.ModRevision
@@ -442,22 +458,56 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 	if wantLen := writers * (perWriter - (perWriter+2)/3); len(want) != wantLen {
 		t.Fatalf("store holds %d keys, want %d: acknowledged writes were lost", len(want), wantLen)
 	}
+	finalRevs := map[string]int64{}
+	for _, kv := range final.Kvs {
+		finalRevs[string(kv.Key)] = kv.ModRevision
+	}
 	// Watchers lag the store by up to kine's poll interval: wait for them.
-	for i, v := range views {
-		err := framework.Poll(ctx, 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+	_ = framework.Poll(ctx, 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+		for _, v := range views {
 			v.mu.Lock()
-			defer v.mu.Unlock()
-			return framework.DiffViews(v.state, want) == "", nil
-		})
+			d := framework.DiffViews(v.state, want)
+			v.mu.Unlock()
+			if d != "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for i, v := range views {
 		v.mu.Lock()
-		if err != nil {
-			t.Errorf("client %d: view differs from the store after writers stopped: %s", i, framework.DiffViews(v.state, want))
+		if d := framework.DiffViews(v.state, want); d != "" {
+			// Where the missed events lie tells whose fault it is: a revision
+			// between the list's and the one kine's watch started from was
+			// dropped by kine's watch start, not by the client.
+			var missed []int64
+			for k, r := range finalRevs {
+				if v.state[k] != want[k] {
+					missed = append(missed, r)
+				}
+			}
+			slices.Sort(missed)
+			t.Errorf("client %d: view differs from the store after writers stopped: %s; listed at %d, kine's watch created at %d, missed revisions %v",
+				i, d, v.listRev, v.createdRev, head(missed))
+		}
+		if v.watchErr != nil {
+			t.Errorf("client %d: watch ended: %v", i, v.watchErr)
 		}
 		if v.dupes != 0 {
 			t.Errorf("client %d: received %d duplicate events", i, v.dupes)
 		}
+		if v.preStart != 0 {
+			t.Errorf("client %d: received %d events from before the watch's start revision", i, v.preStart)
+		}
 		v.mu.Unlock()
 	}
+}
+
+func head(s []int64) []int64 {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
 }
 
 // casTxn applies op if key's mod revision is still rev, and returns the

@@ -24,6 +24,16 @@ const (
 // instead of deadlocking on lock upgrades.
 const SQLitePragmas = "_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=20&cache=shared"
 
+// MaxNotifyInterval bounds kine's progress-notification interval. The API
+// server's watch cache of a resource nobody writes learns newer revisions
+// (written to other resources) only from these notifications, and its
+// freshness checks (the resource size estimator once a minute per resource,
+// and consistent reads it serves) wait at most 3 s for them. kine v0.16.4
+// sends one every interval plus up to 10 % jitter, after its poll loop
+// (which turns at least every second) has caught up: interval ≤ 2 s keeps
+// the answer under 3 s.
+const MaxNotifyInterval = 2 * time.Second
+
 // Options configures the embedded kine. Every field has a working default
 // from NewOptions; a zero Options is never passed to kine.
 type Options struct {
@@ -72,8 +82,8 @@ func NewOptions() *Options {
 		DialTimeout:      5 * time.Second,
 		ReadTimeout:      30 * time.Second,
 		WriteTimeout:     30 * time.Second,
-		NotifyInterval:   5 * time.Second,
-		CompactInterval:  0, // the API server drives compaction (--etcd-compaction-interval)
+		NotifyInterval:   time.Second, // see MaxNotifyInterval
+		CompactInterval:  0,           // the API server drives compaction (--etcd-compaction-interval)
 		CompactTimeout:   5 * time.Second,
 		CompactMinRetain: 1000,
 		CompactBatchSize: 1000,
@@ -95,7 +105,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DialTimeout, "datastore-dial-timeout", o.DialTimeout, "MySQL connect timeout, applied when the DSN sets no timeout=.")
 	fs.DurationVar(&o.ReadTimeout, "datastore-read-timeout", o.ReadTimeout, "MySQL read timeout, applied when the DSN sets no readTimeout=.")
 	fs.DurationVar(&o.WriteTimeout, "datastore-write-timeout", o.WriteTimeout, "MySQL write timeout, applied when the DSN sets no writeTimeout=.")
-	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of watch progress notifications sent by kine.")
+	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of kine's watch progress notifications, which tell the API server's watch caches of resources nobody writes that storage has moved on. Must stay below 2s (see docs/operations.md).")
 	fs.Int64Var(&o.PollBatchSize, "datastore-poll-batch-size", o.PollBatchSize, "Rows kine reads per watch poll.")
 	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-mysql-safety-checks", o.SkipMySQLSafetyChecks,
 		"Start even if the MySQL server runs with innodb_autoinc_lock_mode=2 or innodb_snapshot_isolation=ON, which can lose watch events. Do not use in production.")
@@ -118,8 +128,8 @@ func (o *Options) Validate() []error {
 		scheme, _, _ := strings.Cut(o.Endpoint, "://")
 		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db or mysql://user:pass@tcp(host:3306)/db", scheme))
 	}
-	if o.NotifyInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive, got %s", o.NotifyInterval))
+	if o.NotifyInterval <= 0 || o.NotifyInterval > MaxNotifyInterval {
+		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive and at most %s, got %s: a longer interval makes the API server's watch caches time out waiting for revisions written to other resources (\"Too large resource version\")", MaxNotifyInterval, o.NotifyInterval))
 	}
 	if o.PollBatchSize <= 0 {
 		errs = append(errs, fmt.Errorf("--datastore-poll-batch-size must be positive, got %d", o.PollBatchSize))

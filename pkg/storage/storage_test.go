@@ -110,6 +110,32 @@ func TestValidateRejectsUnknownScheme(t *testing.T) {
 	}
 }
 
+func TestValidateNotifyInterval(t *testing.T) {
+	tests := []struct {
+		interval time.Duration
+		wantErr  bool
+	}{
+		{0, true},
+		{-time.Second, true},
+		{time.Second, false},
+		{storage.MaxNotifyInterval, false},
+		{5 * time.Second, true}, // kine's own default: the watch caches' 3 s wait times out
+	}
+	for _, tt := range tests {
+		o := storage.NewOptions()
+		o.NotifyInterval = tt.interval
+		errs := o.Validate()
+		if got := len(errs) != 0; got != tt.wantErr {
+			t.Errorf("--datastore-notify-interval=%s: errors %v, want error %v", tt.interval, errs, tt.wantErr)
+		}
+		for _, err := range errs {
+			if !strings.Contains(err.Error(), "Too large resource version") {
+				t.Errorf("error %q does not say what a long interval breaks", err)
+			}
+		}
+	}
+}
+
 // TestRefusesUnsafeMySQLSettings starts a private MariaDB with
 // innodb_autoinc_lock_mode=2 and expects a refusal naming the setting.
 func TestRefusesUnsafeMySQLSettings(t *testing.T) {
@@ -151,6 +177,50 @@ func TestConsistentReadsStayInStorage(t *testing.T) {
 	}
 	if !v.AtLeast(version.MustParseSemantic("3.5.0")) || !v.LessThan(version.MustParseSemantic("3.5.13")) {
 		t.Errorf("kine reports etcd %s: the API server would serve consistent lists from its cache after kine's slow progress answers; want 3.5.0–3.5.12", v)
+	}
+}
+
+// TestIdleWatchLearnsRevisionWithinCacheWait is the API server's resource
+// size estimator: once a minute per resource it reads storage's current
+// revision and waits, at most 3 s (the watch cache's blockTimeout), for that
+// resource's watch cache to reach it. A resource nobody writes learns newer
+// revisions (made by writes elsewhere) only from kine's progress
+// notifications, every --datastore-notify-interval; at kine's 5 s default
+// the wait timed out and the plane logged "Error getting keys ... Too large
+// resource version" every few seconds. The plane's default must bring a
+// quiet watch up to a revision written elsewhere within those 3 s.
+func TestIdleWatchLearnsRevisionWithinCacheWait(t *testing.T) {
+	const cacheWait = 3 * time.Second // k8s.io/apiserver/pkg/storage/cacher blockTimeout
+	for name, opts := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			c := startKine(t, opts(t))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			prefix := fmt.Sprintf("/registry/idle-%d/", rand.Int())
+			w := c.Watch(ctx, prefix+"quiet/", clientv3.WithPrefix(), clientv3.WithProgressNotify())
+			for i := range 3 {
+				// A write to another resource moves the store's revision on.
+				rev, err := casTxn(ctx, c, fmt.Sprintf("%sbusy/%d", prefix, i), 0, clientv3.OpPut(fmt.Sprintf("%sbusy/%d", prefix, i), "v"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t0 := time.Now()
+				for reached := false; !reached; {
+					select {
+					case wr := <-w:
+						if err := wr.Err(); err != nil {
+							t.Fatalf("watch: %v", err)
+						}
+						reached = wr.Header.Revision >= rev
+					case <-ctx.Done():
+						t.Fatalf("the quiet watch never reached revision %d", rev)
+					}
+				}
+				if took := time.Since(t0); took > cacheWait {
+					t.Errorf("the quiet watch reached revision %d after %s, more than the watch cache's %s wait", rev, took.Round(time.Millisecond), cacheWait)
+				}
+			}
+		})
 	}
 }
 

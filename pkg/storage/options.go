@@ -14,8 +14,9 @@ import (
 
 // Backend kinds understood by Options.Endpoint.
 const (
-	KindSQLite = "sqlite"
-	KindMySQL  = "mysql"
+	KindSQLite   = "sqlite"
+	KindMySQL    = "mysql"
+	KindPostgres = "postgres"
 )
 
 // SQLitePragmas are appended to a sqlite endpoint that names no parameters:
@@ -67,8 +68,9 @@ type Options struct {
 	CompactBatchSize int64
 	PollBatchSize    int64
 
-	// SkipMySQLSafetyChecks starts on a MySQL server whose settings are
-	// known to lose watch events. Only for people who know what they do.
+	// SkipMySQLSafetyChecks starts on a MySQL or PostgreSQL server whose
+	// settings are known to lose writes or watch events. Only for people
+	// who know what they do.
 	SkipMySQLSafetyChecks bool
 }
 
@@ -94,9 +96,9 @@ func NewOptions() *Options {
 // AddFlags registers the storage flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Endpoint, "datastore-endpoint", o.Endpoint,
-		"Storage for the plane. Empty: embedded SQLite in --data-dir. Or sqlite:///path/state.db, or mysql://user:pass@tcp(host:3306)/dbname (go-sql-driver DSN; database created if missing).")
-	fs.StringVar(&o.CAFile, "datastore-cafile", o.CAFile, "CA bundle that verifies the MySQL server's certificate (enables TLS).")
-	fs.StringVar(&o.CertFile, "datastore-certfile", o.CertFile, "Client certificate presented to the MySQL server.")
+		"Storage for the plane. Empty: embedded SQLite in --data-dir. Or sqlite:///path/state.db, mysql://user:pass@tcp(host:3306)/dbname (go-sql-driver DSN) or postgres://user:pass@host:5432/dbname?sslmode=verify-full; the database is created if missing.")
+	fs.StringVar(&o.CAFile, "datastore-cafile", o.CAFile, "CA bundle that verifies the MySQL or PostgreSQL server's certificate (enables TLS).")
+	fs.StringVar(&o.CertFile, "datastore-certfile", o.CertFile, "Client certificate presented to the MySQL or PostgreSQL server.")
 	fs.StringVar(&o.KeyFile, "datastore-keyfile", o.KeyFile, "Key of --datastore-certfile.")
 	fs.IntVar(&o.MaxOpenConns, "datastore-max-open-connections", o.MaxOpenConns, "Maximum open database connections (0 = unlimited).")
 	fs.IntVar(&o.MaxIdleConns, "datastore-max-idle-connections", o.MaxIdleConns, "Maximum idle database connections.")
@@ -109,12 +111,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.PollBatchSize, "datastore-poll-batch-size", o.PollBatchSize, "Rows kine reads per watch poll.")
 	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-mysql-safety-checks", o.SkipMySQLSafetyChecks,
 		"Start even if the MySQL server runs with innodb_autoinc_lock_mode=2 or innodb_snapshot_isolation=ON, which can lose watch events. Do not use in production.")
+	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-database-safety-checks", o.SkipMySQLSafetyChecks,
+		"Start even if the MySQL or PostgreSQL server runs with settings that can lose writes or watch events (see docs/operations.md). Do not use in production.")
 }
 
 // Kind reports which backend the endpoint selects.
 func (o *Options) Kind() string {
-	if strings.HasPrefix(o.Endpoint, "mysql://") {
+	switch {
+	case strings.HasPrefix(o.Endpoint, "mysql://"):
 		return KindMySQL
+	case strings.HasPrefix(o.Endpoint, "postgres://"), strings.HasPrefix(o.Endpoint, "postgresql://"):
+		return KindPostgres
 	}
 	return KindSQLite
 }
@@ -123,10 +130,10 @@ func (o *Options) Kind() string {
 func (o *Options) Validate() []error {
 	var errs []error
 	switch {
-	case o.Endpoint == "", strings.HasPrefix(o.Endpoint, "sqlite://"), strings.HasPrefix(o.Endpoint, "mysql://"):
+	case o.Endpoint == "", strings.HasPrefix(o.Endpoint, "sqlite://"), o.Kind() != KindSQLite:
 	default:
 		scheme, _, _ := strings.Cut(o.Endpoint, "://")
-		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db or mysql://user:pass@tcp(host:3306)/db", scheme))
+		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db, mysql://user:pass@tcp(host:3306)/db or postgres://user:pass@host:5432/db", scheme))
 	}
 	if o.NotifyInterval <= 0 || o.NotifyInterval > MaxNotifyInterval {
 		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive and at most %s, got %s: a longer interval makes the API server's watch caches time out waiting for revisions written to other resources (\"Too large resource version\")", MaxNotifyInterval, o.NotifyInterval))

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // drops kine's table behind its back
+	_ "github.com/jackc/pgx/v5/stdlib" // sets PostgreSQL settings behind the plane's back
+	_ "github.com/mattn/go-sqlite3"    // drops kine's table behind its back
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -28,7 +29,7 @@ import (
 )
 
 // backends are the databases every storage test runs on: real kine on a
-// real SQLite file and on a real MariaDB.
+// real SQLite file, on a real MariaDB and on a real PostgreSQL.
 func backends(t *testing.T) map[string]func(t *testing.T) *storage.Options {
 	return map[string]func(t *testing.T) *storage.Options{
 		"sqlite": func(t *testing.T) *storage.Options {
@@ -40,6 +41,12 @@ func backends(t *testing.T) map[string]func(t *testing.T) *storage.Options {
 			o := storage.NewOptions()
 			o.DataDir = t.TempDir()
 			o.Endpoint = framework.NewDatabase(t)
+			return o
+		},
+		"postgres": func(t *testing.T) *storage.Options {
+			o := storage.NewOptions()
+			o.DataDir = t.TempDir()
+			o.Endpoint = framework.NewPostgresDatabase(t)
 			return o
 		},
 	}
@@ -78,6 +85,8 @@ func TestStartRejectsBadInput(t *testing.T) {
 		{"data dir under a file", func(o *storage.Options) { o.DataDir = file + "/sub" }, []string{"cannot create data directory", "--data-dir"}},
 		{"unreachable mysql", func(o *storage.Options) { o.Endpoint = "mysql://root:s3cret@tcp(127.0.0.1:1)/x" }, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
 		{"malformed mysql dsn", func(o *storage.Options) { o.Endpoint = "mysql://root:s3cret@tcp(127.0.0.1:3306/x" }, []string{"not a valid MySQL DSN"}},
+		{"unreachable postgres", func(o *storage.Options) { o.Endpoint = "postgres://root:s3cret@127.0.0.1:1/x?sslmode=disable" }, []string{"cannot connect to PostgreSQL at 127.0.0.1:1", "--datastore-endpoint"}},
+		{"malformed postgres url", func(o *storage.Options) { o.Endpoint = "postgres://root:s3cret@127.0.0.1:5432/x?sslmode=bogus" }, []string{"not a valid PostgreSQL URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,10 +112,16 @@ func TestStartRejectsBadInput(t *testing.T) {
 
 func TestValidateRejectsUnknownScheme(t *testing.T) {
 	o := storage.NewOptions()
-	o.Endpoint = "postgres://x"
+	o.Endpoint = "etcd://x"
 	errs := o.Validate()
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `unsupported scheme "postgres"`) {
-		t.Fatalf("Validate() = %v, want one unsupported-scheme error", errs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `unsupported scheme "etcd"`) || !strings.Contains(errs[0].Error(), "postgres://") {
+		t.Fatalf("Validate() = %v, want one unsupported-scheme error naming the supported ones", errs)
+	}
+	for _, ok := range []string{"", "sqlite:///x/state.db", "mysql://u@tcp(h:3306)/d", "postgres://u@h/d", "postgresql://u@h/d"} {
+		o.Endpoint = ok
+		if errs := o.Validate(); len(errs) != 0 {
+			t.Errorf("Validate(%q) = %v, want none", ok, errs)
+		}
 	}
 }
 
@@ -177,6 +192,37 @@ func TestConsistentReadsStayInStorage(t *testing.T) {
 	}
 	if !v.AtLeast(version.MustParseSemantic("3.5.0")) || !v.LessThan(version.MustParseSemantic("3.5.13")) {
 		t.Errorf("kine reports etcd %s: the API server would serve consistent lists from its cache after kine's slow progress answers; want 3.5.0–3.5.12", v)
+	}
+}
+
+// TestRefusesUnsafePostgresSettings gives the plane's database on the
+// shared PostgreSQL a serializable default isolation, under which kine's
+// writes fail, and expects a refusal naming the setting and the fix.
+func TestRefusesUnsafePostgresSettings(t *testing.T) {
+	o := storage.NewOptions()
+	o.DataDir = t.TempDir()
+	o.Endpoint = framework.NewPostgresDatabase(t)
+	db, err := sql.Open("pgx", o.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var name string
+	if err := db.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`ALTER DATABASE "` + name + `" SET default_transaction_isolation = 'serializable'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // the setting applies to new sessions
+	_, err = storage.Start(context.Background(), o)
+	if err == nil {
+		t.Fatal("Start succeeded with default_transaction_isolation=serializable, want a refusal")
+	}
+	for _, want := range []string{`default_transaction_isolation="serializable"`, "'read committed'", "--unsafe-skip-database-safety-checks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not mention %q", err, want)
+		}
 	}
 }
 

@@ -181,9 +181,9 @@ func TestStartupRefusesBadInput(t *testing.T) {
 // missed, the plane recovers by itself.
 func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
 	type server struct {
-		proc      *framework.Process
-		waitReady func(testing.TB)
-		endpoint  string
+		proc     *framework.Process
+		restart  func(testing.TB) // after the kill, until it accepts connections
+		endpoint string
 	}
 	for _, tt := range []struct {
 		name  string
@@ -191,11 +191,16 @@ func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
 	}{
 		{"mariadb", func(t *testing.T) server {
 			db := framework.StartMariaDB(t)
-			return server{db.Process, db.WaitReady, db.NewDatabase(t)}
+			return server{db.Process, func(t testing.TB) {
+				if err := db.Process.Restart(); err != nil {
+					t.Fatalf("restarting mariadbd: %v", err)
+				}
+				db.WaitReady(t)
+			}, db.NewDatabase(t)}
 		}},
 		{"postgres", func(t *testing.T) server {
 			db := framework.StartPostgres(t)
-			return server{db.Process, db.WaitReady, db.NewDatabase(t)}
+			return server{db.Process, db.Restart, db.NewDatabase(t)}
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,10 +220,7 @@ func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
 				t.Fatalf("%s exited cleanly after SIGKILL?", tt.name)
 			}
 			w.WaitFailures(t, 1) // the outage is visible to clients
-			if err := db.proc.Restart(); err != nil {
-				t.Fatalf("restarting %s: %v", tt.name, err)
-			}
-			db.waitReady(t)
+			db.restart(t)
 			ackedAtRestart := w.Acked()
 			w.WaitAcked(t, ackedAtRestart+50) // the plane recovered by itself
 			acked := w.Stop()

@@ -140,3 +140,31 @@ func (p *Postgres) NewDatabase(testing.TB) string {
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("postgres://postgres@%s/cellfed_test_%s?sslmode=disable", p.Addr, hex.EncodeToString(b))
 }
+
+// Restart starts the killed server again and waits until it accepts
+// connections. PostgreSQL's backends leave the postmaster's process group
+// (setsid), so a SIGKILL to the group kills only the postmaster; the
+// backends exit when they notice, and until then a new postmaster refuses
+// to start ("pre-existing shared memory block is still in use"): it is
+// started again until it stays up.
+func (p *Postgres) Restart(t testing.TB) {
+	t.Helper()
+	dsn := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=1", p.Addr)
+	err := Poll(context.Background(), 200*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+		if exited, _ := p.Exited(); exited {
+			if err := p.Process.Restart(); err != nil {
+				return false, err
+			}
+			return false, nil
+		}
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return false, nil
+		}
+		conn.Close(ctx)
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("restarting the private postgres: %v", err)
+	}
+}

@@ -152,10 +152,21 @@ func installOrderedIDs(ctx context.Context, cfg *pgx.ConnConfig) error {
 		return fmt.Errorf("connecting to PostgreSQL at %s:%d to order kine's revisions: %w", cfg.Host, cfg.Port, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, stmt := range orderedIDsSQL {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("ordering kine's revisions in PostgreSQL database %s (the plane's role must own the table kine): %w", cfg.Database, err)
+	// Replicas starting together would race on CREATE OR REPLACE FUNCTION
+	// ("tuple concurrently updated"): one at a time.
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7243002)`); err != nil {
+			return err
 		}
+		for _, stmt := range orderedIDsSQL {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ordering kine's revisions in PostgreSQL database %s (the plane's role must own the table kine): %w", cfg.Database, err)
 	}
 	return nil
 }

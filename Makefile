@@ -20,7 +20,7 @@ IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb chromium board-screenshots fmt vet clean images lint
+.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb postgres chromium board-screenshots fmt vet clean images lint
 
 all: build
 
@@ -59,6 +59,9 @@ demo: build kubectl
 mariadb:
 	hack/mariadb.sh
 
+postgres:
+	hack/postgres.sh
+
 # Debian's Chromium for the browser tests (TestBoard drives it with chromedp).
 chromium:
 	hack/chromium.sh
@@ -70,13 +73,13 @@ board-screenshots: build chromium
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
 # end-to-end tests with kubectl against real processes. images first: the
 # image test (hack/images) runs the tarballs it leaves in _output/images.
-test: build kubectl kubefed mariadb chromium vet images
+test: build kubectl kubefed mariadb postgres chromium vet images
 	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh ./...
 
 test-unit:
 	go test -race -count=1 ./pkg/...
 
-bench: build kubefed mariadb
+bench: build kubefed mariadb postgres chromium
 	go test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/conversion/
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
 

@@ -14,8 +14,9 @@ import (
 
 // Backend kinds understood by Options.Endpoint.
 const (
-	KindSQLite = "sqlite"
-	KindMySQL  = "mysql"
+	KindSQLite   = "sqlite"
+	KindMySQL    = "mysql"
+	KindPostgres = "postgres"
 )
 
 // SQLitePragmas are appended to a sqlite endpoint that names no parameters:
@@ -23,6 +24,16 @@ const (
 // instant SQLITE_BUSY errors, and immediate transactions so writers queue
 // instead of deadlocking on lock upgrades.
 const SQLitePragmas = "_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=20&cache=shared"
+
+// MaxNotifyInterval bounds kine's progress-notification interval. The API
+// server's watch cache of a resource nobody writes learns newer revisions
+// (written to other resources) only from these notifications, and its
+// freshness checks (the resource size estimator once a minute per resource,
+// and consistent reads it serves) wait at most 3 s for them. kine v0.16.4
+// sends one every interval plus up to 10 % jitter, after its poll loop
+// (which turns at least every second) has caught up: interval ≤ 2 s keeps
+// the answer under 3 s.
+const MaxNotifyInterval = 2 * time.Second
 
 // Options configures the embedded kine. Every field has a working default
 // from NewOptions; a zero Options is never passed to kine.
@@ -57,8 +68,9 @@ type Options struct {
 	CompactBatchSize int64
 	PollBatchSize    int64
 
-	// SkipMySQLSafetyChecks starts on a MySQL server whose settings are
-	// known to lose watch events. Only for people who know what they do.
+	// SkipMySQLSafetyChecks starts on a MySQL or PostgreSQL server whose
+	// settings are known to lose writes or watch events. Only for people
+	// who know what they do.
 	SkipMySQLSafetyChecks bool
 }
 
@@ -72,8 +84,8 @@ func NewOptions() *Options {
 		DialTimeout:      5 * time.Second,
 		ReadTimeout:      30 * time.Second,
 		WriteTimeout:     30 * time.Second,
-		NotifyInterval:   5 * time.Second,
-		CompactInterval:  0, // the API server drives compaction (--etcd-compaction-interval)
+		NotifyInterval:   time.Second, // see MaxNotifyInterval
+		CompactInterval:  0,           // the API server drives compaction (--etcd-compaction-interval)
 		CompactTimeout:   5 * time.Second,
 		CompactMinRetain: 1000,
 		CompactBatchSize: 1000,
@@ -84,9 +96,9 @@ func NewOptions() *Options {
 // AddFlags registers the storage flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Endpoint, "datastore-endpoint", o.Endpoint,
-		"Storage for the plane. Empty: embedded SQLite in --data-dir. Or sqlite:///path/state.db, or mysql://user:pass@tcp(host:3306)/dbname (go-sql-driver DSN; database created if missing).")
-	fs.StringVar(&o.CAFile, "datastore-cafile", o.CAFile, "CA bundle that verifies the MySQL server's certificate (enables TLS).")
-	fs.StringVar(&o.CertFile, "datastore-certfile", o.CertFile, "Client certificate presented to the MySQL server.")
+		"Storage for the plane. Empty: embedded SQLite in --data-dir. Or sqlite:///path/state.db, mysql://user:pass@tcp(host:3306)/dbname (go-sql-driver DSN) or postgres://user:pass@host:5432/dbname?sslmode=verify-full; the database is created if missing.")
+	fs.StringVar(&o.CAFile, "datastore-cafile", o.CAFile, "CA bundle that verifies the MySQL or PostgreSQL server's certificate (enables TLS).")
+	fs.StringVar(&o.CertFile, "datastore-certfile", o.CertFile, "Client certificate presented to the MySQL or PostgreSQL server.")
 	fs.StringVar(&o.KeyFile, "datastore-keyfile", o.KeyFile, "Key of --datastore-certfile.")
 	fs.IntVar(&o.MaxOpenConns, "datastore-max-open-connections", o.MaxOpenConns, "Maximum open database connections (0 = unlimited).")
 	fs.IntVar(&o.MaxIdleConns, "datastore-max-idle-connections", o.MaxIdleConns, "Maximum idle database connections.")
@@ -95,16 +107,21 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DialTimeout, "datastore-dial-timeout", o.DialTimeout, "MySQL connect timeout, applied when the DSN sets no timeout=.")
 	fs.DurationVar(&o.ReadTimeout, "datastore-read-timeout", o.ReadTimeout, "MySQL read timeout, applied when the DSN sets no readTimeout=.")
 	fs.DurationVar(&o.WriteTimeout, "datastore-write-timeout", o.WriteTimeout, "MySQL write timeout, applied when the DSN sets no writeTimeout=.")
-	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of watch progress notifications sent by kine.")
+	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of kine's watch progress notifications, which tell the API server's watch caches of resources nobody writes that storage has moved on. Must stay below 2s (see docs/operations.md).")
 	fs.Int64Var(&o.PollBatchSize, "datastore-poll-batch-size", o.PollBatchSize, "Rows kine reads per watch poll.")
 	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-mysql-safety-checks", o.SkipMySQLSafetyChecks,
 		"Start even if the MySQL server runs with innodb_autoinc_lock_mode=2 or innodb_snapshot_isolation=ON, which can lose watch events. Do not use in production.")
+	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-database-safety-checks", o.SkipMySQLSafetyChecks,
+		"Start even if the MySQL or PostgreSQL server runs with settings that can lose writes or watch events (see docs/operations.md). Do not use in production.")
 }
 
 // Kind reports which backend the endpoint selects.
 func (o *Options) Kind() string {
-	if strings.HasPrefix(o.Endpoint, "mysql://") {
+	switch {
+	case strings.HasPrefix(o.Endpoint, "mysql://"):
 		return KindMySQL
+	case strings.HasPrefix(o.Endpoint, "postgres://"), strings.HasPrefix(o.Endpoint, "postgresql://"):
+		return KindPostgres
 	}
 	return KindSQLite
 }
@@ -113,13 +130,13 @@ func (o *Options) Kind() string {
 func (o *Options) Validate() []error {
 	var errs []error
 	switch {
-	case o.Endpoint == "", strings.HasPrefix(o.Endpoint, "sqlite://"), strings.HasPrefix(o.Endpoint, "mysql://"):
+	case o.Endpoint == "", strings.HasPrefix(o.Endpoint, "sqlite://"), o.Kind() != KindSQLite:
 	default:
 		scheme, _, _ := strings.Cut(o.Endpoint, "://")
-		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db or mysql://user:pass@tcp(host:3306)/db", scheme))
+		errs = append(errs, fmt.Errorf("--datastore-endpoint: unsupported scheme %q: use sqlite:///path/state.db, mysql://user:pass@tcp(host:3306)/db or postgres://user:pass@host:5432/db", scheme))
 	}
-	if o.NotifyInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive, got %s", o.NotifyInterval))
+	if o.NotifyInterval <= 0 || o.NotifyInterval > MaxNotifyInterval {
+		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive and at most %s, got %s: a longer interval makes the API server's watch caches time out waiting for revisions written to other resources (\"Too large resource version\")", MaxNotifyInterval, o.NotifyInterval))
 	}
 	if o.PollBatchSize <= 0 {
 		errs = append(errs, fmt.Errorf("--datastore-poll-batch-size must be positive, got %d", o.PollBatchSize))

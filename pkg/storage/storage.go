@@ -50,6 +50,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 
 	backendTLS := kinetls.Config{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile}
 	var kineEndpoint, description string
+	var afterStart func(context.Context) error
 	switch o.Kind() {
 	case KindMySQL:
 		cfg, err := o.mysqlConfig()
@@ -61,6 +62,17 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		}
 		kineEndpoint = "mysql://" + cfg.FormatDSN()
 		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
+	case KindPostgres:
+		cfg, endpoint, err := o.postgresConfig()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPostgres(ctx, cfg, o.SkipMySQLSafetyChecks); err != nil {
+			return nil, err
+		}
+		kineEndpoint = endpoint
+		afterStart = func(ctx context.Context) error { return installOrderedIDs(ctx, cfg) }
+		description = fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	default:
 		path := o.sqlitePath()
 		if err := EnsureWritableDir(filepath.Dir(path)); err != nil {
@@ -97,6 +109,13 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("starting kine on %s: %w", description, err)
+	}
+	// kine has created its table; nothing writes until the API server starts.
+	if afterStart != nil {
+		if err := afterStart(ctx); err != nil {
+			cleanup()
+			return nil, err
+		}
 	}
 	klog.InfoS("Storage ready", "backend", description, "etcd", etcd.Endpoints)
 	return &Backend{Endpoints: etcd.Endpoints, Description: description}, nil

@@ -9,12 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // drops kine's table behind its back
+	_ "github.com/jackc/pgx/v5/stdlib" // sets PostgreSQL settings behind the plane's back
+	_ "github.com/mattn/go-sqlite3"    // drops kine's table behind its back
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -27,7 +29,7 @@ import (
 )
 
 // backends are the databases every storage test runs on: real kine on a
-// real SQLite file and on a real MariaDB.
+// real SQLite file, on a real MariaDB and on a real PostgreSQL.
 func backends(t *testing.T) map[string]func(t *testing.T) *storage.Options {
 	return map[string]func(t *testing.T) *storage.Options{
 		"sqlite": func(t *testing.T) *storage.Options {
@@ -39,6 +41,12 @@ func backends(t *testing.T) map[string]func(t *testing.T) *storage.Options {
 			o := storage.NewOptions()
 			o.DataDir = t.TempDir()
 			o.Endpoint = framework.NewDatabase(t)
+			return o
+		},
+		"postgres": func(t *testing.T) *storage.Options {
+			o := storage.NewOptions()
+			o.DataDir = t.TempDir()
+			o.Endpoint = framework.NewPostgresDatabase(t)
 			return o
 		},
 	}
@@ -77,6 +85,8 @@ func TestStartRejectsBadInput(t *testing.T) {
 		{"data dir under a file", func(o *storage.Options) { o.DataDir = file + "/sub" }, []string{"cannot create data directory", "--data-dir"}},
 		{"unreachable mysql", func(o *storage.Options) { o.Endpoint = "mysql://root:s3cret@tcp(127.0.0.1:1)/x" }, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
 		{"malformed mysql dsn", func(o *storage.Options) { o.Endpoint = "mysql://root:s3cret@tcp(127.0.0.1:3306/x" }, []string{"not a valid MySQL DSN"}},
+		{"unreachable postgres", func(o *storage.Options) { o.Endpoint = "postgres://root:s3cret@127.0.0.1:1/x?sslmode=disable" }, []string{"cannot connect to PostgreSQL at 127.0.0.1:1", "--datastore-endpoint"}},
+		{"malformed postgres url", func(o *storage.Options) { o.Endpoint = "postgres://root:s3cret@127.0.0.1:5432/x?sslmode=bogus" }, []string{"not a valid PostgreSQL URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,10 +112,42 @@ func TestStartRejectsBadInput(t *testing.T) {
 
 func TestValidateRejectsUnknownScheme(t *testing.T) {
 	o := storage.NewOptions()
-	o.Endpoint = "postgres://x"
+	o.Endpoint = "etcd://x"
 	errs := o.Validate()
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `unsupported scheme "postgres"`) {
-		t.Fatalf("Validate() = %v, want one unsupported-scheme error", errs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `unsupported scheme "etcd"`) || !strings.Contains(errs[0].Error(), "postgres://") {
+		t.Fatalf("Validate() = %v, want one unsupported-scheme error naming the supported ones", errs)
+	}
+	for _, ok := range []string{"", "sqlite:///x/state.db", "mysql://u@tcp(h:3306)/d", "postgres://u@h/d", "postgresql://u@h/d"} {
+		o.Endpoint = ok
+		if errs := o.Validate(); len(errs) != 0 {
+			t.Errorf("Validate(%q) = %v, want none", ok, errs)
+		}
+	}
+}
+
+func TestValidateNotifyInterval(t *testing.T) {
+	tests := []struct {
+		interval time.Duration
+		wantErr  bool
+	}{
+		{0, true},
+		{-time.Second, true},
+		{time.Second, false},
+		{storage.MaxNotifyInterval, false},
+		{5 * time.Second, true}, // kine's own default: the watch caches' 3 s wait times out
+	}
+	for _, tt := range tests {
+		o := storage.NewOptions()
+		o.NotifyInterval = tt.interval
+		errs := o.Validate()
+		if got := len(errs) != 0; got != tt.wantErr {
+			t.Errorf("--datastore-notify-interval=%s: errors %v, want error %v", tt.interval, errs, tt.wantErr)
+		}
+		for _, err := range errs {
+			if !strings.Contains(err.Error(), "Too large resource version") {
+				t.Errorf("error %q does not say what a long interval breaks", err)
+			}
+		}
 	}
 }
 
@@ -150,6 +192,81 @@ func TestConsistentReadsStayInStorage(t *testing.T) {
 	}
 	if !v.AtLeast(version.MustParseSemantic("3.5.0")) || !v.LessThan(version.MustParseSemantic("3.5.13")) {
 		t.Errorf("kine reports etcd %s: the API server would serve consistent lists from its cache after kine's slow progress answers; want 3.5.0–3.5.12", v)
+	}
+}
+
+// TestRefusesUnsafePostgresSettings gives the plane's database on the
+// shared PostgreSQL a serializable default isolation, under which kine's
+// writes fail, and expects a refusal naming the setting and the fix.
+func TestRefusesUnsafePostgresSettings(t *testing.T) {
+	o := storage.NewOptions()
+	o.DataDir = t.TempDir()
+	o.Endpoint = framework.NewPostgresDatabase(t)
+	db, err := sql.Open("pgx", o.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var name string
+	if err := db.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`ALTER DATABASE "` + name + `" SET default_transaction_isolation = 'serializable'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // the setting applies to new sessions
+	_, err = storage.Start(context.Background(), o)
+	if err == nil {
+		t.Fatal("Start succeeded with default_transaction_isolation=serializable, want a refusal")
+	}
+	for _, want := range []string{`default_transaction_isolation="serializable"`, "'read committed'", "--unsafe-skip-database-safety-checks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not mention %q", err, want)
+		}
+	}
+}
+
+// TestIdleWatchLearnsRevisionWithinCacheWait is the API server's resource
+// size estimator: once a minute per resource it reads storage's current
+// revision and waits, at most 3 s (the watch cache's blockTimeout), for that
+// resource's watch cache to reach it. A resource nobody writes learns newer
+// revisions (made by writes elsewhere) only from kine's progress
+// notifications, every --datastore-notify-interval; at kine's 5 s default
+// the wait timed out and the plane logged "Error getting keys ... Too large
+// resource version" every few seconds. The plane's default must bring a
+// quiet watch up to a revision written elsewhere within those 3 s.
+func TestIdleWatchLearnsRevisionWithinCacheWait(t *testing.T) {
+	const cacheWait = 3 * time.Second // k8s.io/apiserver/pkg/storage/cacher blockTimeout
+	for name, opts := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			c := startKine(t, opts(t))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			prefix := fmt.Sprintf("/registry/idle-%d/", rand.Int())
+			w := c.Watch(ctx, prefix+"quiet/", clientv3.WithPrefix(), clientv3.WithProgressNotify())
+			for i := range 3 {
+				// A write to another resource moves the store's revision on.
+				rev, err := casTxn(ctx, c, fmt.Sprintf("%sbusy/%d", prefix, i), 0, clientv3.OpPut(fmt.Sprintf("%sbusy/%d", prefix, i), "v"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t0 := time.Now()
+				for reached := false; !reached; {
+					select {
+					case wr := <-w:
+						if err := wr.Err(); err != nil {
+							t.Fatalf("watch: %v", err)
+						}
+						reached = wr.Header.Revision >= rev
+					case <-ctx.Done():
+						t.Fatalf("the quiet watch never reached revision %d", rev)
+					}
+				}
+				if took := time.Since(t0); took > cacheWait {
+					t.Errorf("the quiet watch reached revision %d after %s, more than the watch cache's %s wait", rev, took.Round(time.Millisecond), cacheWait)
+				}
+			}
+		})
 	}
 }
 
@@ -382,9 +499,13 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 	}
 
 	type view struct {
-		mu    sync.Mutex
-		state map[string]string
-		dupes int
+		mu         sync.Mutex
+		state      map[string]string
+		dupes      int
+		preStart   int
+		watchErr   error
+		listRev    int64 // the revision the client listed at
+		createdRev int64 // the revision kine's watch-created answer reported
 	}
 	views := make([]*view, clients)
 	var started sync.WaitGroup
@@ -404,13 +525,24 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 				v.state[string(kv.Key)] = string(kv.Value)
 				revs[string(kv.Key)] = kv.ModRevision
 			}
-			w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+			v.mu.Lock()
+			v.listRev = resp.Header.Revision
+			v.mu.Unlock()
+			w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithCreatedNotify())
 			go func() {
 				for wr := range w {
 					v.mu.Lock()
+					if wr.Created {
+						v.createdRev = wr.Header.Revision
+					}
+					if err := wr.Err(); err != nil && v.watchErr == nil {
+						v.watchErr = err // the watch ended: an informer would relist
+					}
 					for _, ev := range wr.Events {
 						k := string(ev.Kv.Key)
-						if ev.Kv.ModRevision <= revs[k] {
+						if ev.Kv.ModRevision <= resp.Header.Revision {
+							v.preStart++ // an event from before the watch's start revision
+						} else if ev.Kv.ModRevision <= revs[k] {
 							v.dupes++ // an event the client has already seen
 						}
 						revs[k] = ev.Kv.ModRevision
@@ -442,22 +574,56 @@ func checkListThenWatch(t *testing.T, c *clientv3.Client, writers, perWriter, cl
 	if wantLen := writers * (perWriter - (perWriter+2)/3); len(want) != wantLen {
 		t.Fatalf("store holds %d keys, want %d: acknowledged writes were lost", len(want), wantLen)
 	}
+	finalRevs := map[string]int64{}
+	for _, kv := range final.Kvs {
+		finalRevs[string(kv.Key)] = kv.ModRevision
+	}
 	// Watchers lag the store by up to kine's poll interval: wait for them.
-	for i, v := range views {
-		err := framework.Poll(ctx, 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+	_ = framework.Poll(ctx, 50*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+		for _, v := range views {
 			v.mu.Lock()
-			defer v.mu.Unlock()
-			return framework.DiffViews(v.state, want) == "", nil
-		})
+			d := framework.DiffViews(v.state, want)
+			v.mu.Unlock()
+			if d != "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for i, v := range views {
 		v.mu.Lock()
-		if err != nil {
-			t.Errorf("client %d: view differs from the store after writers stopped: %s", i, framework.DiffViews(v.state, want))
+		if d := framework.DiffViews(v.state, want); d != "" {
+			// Where the missed events lie tells whose fault it is: a revision
+			// between the list's and the one kine's watch started from was
+			// dropped by kine's watch start, not by the client.
+			var missed []int64
+			for k, r := range finalRevs {
+				if v.state[k] != want[k] {
+					missed = append(missed, r)
+				}
+			}
+			slices.Sort(missed)
+			t.Errorf("client %d: view differs from the store after writers stopped: %s; listed at %d, kine's watch created at %d, missed revisions %v",
+				i, d, v.listRev, v.createdRev, head(missed))
+		}
+		if v.watchErr != nil {
+			t.Errorf("client %d: watch ended: %v", i, v.watchErr)
 		}
 		if v.dupes != 0 {
 			t.Errorf("client %d: received %d duplicate events", i, v.dupes)
 		}
+		if v.preStart != 0 {
+			t.Errorf("client %d: received %d events from before the watch's start revision", i, v.preStart)
+		}
 		v.mu.Unlock()
 	}
+}
+
+func head(s []int64) []int64 {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
 }
 
 // casTxn applies op if key's mod revision is still rev, and returns the

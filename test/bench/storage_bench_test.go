@@ -22,7 +22,7 @@ import (
 // storage has confirmed the cache is fresh) issued after the plane has
 // had no request from this client for at least a second. Each of the
 // tries (30, or CELLFED_BENCH_IDLE_TRIES) lists a namespace of 100 config
-// maps that way, then once with resourceVersion=0 (served from the cache
+// maps (or CELLFED_BENCH_IDLE_OBJECTS) that way, then once with resourceVersion=0 (served from the cache
 // as it is, no storage round trip) for comparison, then once more right
 // after a write to another resource (a Secret): the config map cache has
 // no event to catch up with and needs storage's progress notification,
@@ -41,7 +41,8 @@ func BenchmarkConsistentListAfterIdle(b *testing.B) {
 }
 
 func benchConsistentListAfterIdle(b *testing.B, endpoint string) {
-	const ns, count = "idle-list", 100
+	const ns = "idle-list"
+	count := envInt("CELLFED_BENCH_IDLE_OBJECTS", 100)
 	plane := framework.StartPlane(b, framework.PlaneOptions{Endpoint: endpoint})
 	c := plane.Client(b)
 	ctx := context.Background()

@@ -14,8 +14,8 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-// TestKMSEncryptionAtRest runs the plane with its defaults on SQLite and on
-// MariaDB and reads the database underneath it: Secrets are stored
+// TestKMSEncryptionAtRest runs the plane with its defaults on every backend
+// (SQLite, MariaDB, PostgreSQL) and reads the database underneath it: Secrets are stored
 // KMS-encrypted (no row ever holds the token), read back in clear, survive
 // `cellfedctl rotate-key` and the removal of the old key, and a plane
 // started without the right key — or with a plugin it cannot reach, or
@@ -23,16 +23,10 @@ import (
 // nothing.
 func TestKMSEncryptionAtRest(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []struct {
-		name  string
-		mysql bool
-	}{{"sqlite", false}, {"mariadb", true}} {
-		t.Run(backend.name, func(t *testing.T) {
+	for _, backend := range framework.Backends {
+		t.Run(backend.Name, func(t *testing.T) {
 			t.Parallel()
-			endpoint := ""
-			if backend.mysql {
-				endpoint = framework.NewDatabase(t)
-			}
+			endpoint := backend.Endpoint(t) // "" = SQLite in the data dir
 			dir := t.TempDir()
 			plane := framework.StartPlane(t, framework.PlaneOptions{DataDir: dir, Endpoint: endpoint})
 			k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
@@ -41,7 +35,7 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 				t.Fatalf("the plane's KMS key file %s: %v (mode %v), want a 0600 file", keyFile, err, fi)
 			}
 
-			token := "kms-canary-" + backend.name + "-7f3a9c"
+			token := "kms-canary-" + backend.Name + "-7f3a9c"
 			encoded := base64.StdEncoding.EncodeToString([]byte(token))
 			k.MustRun(t, "", "-n", "kube-federation-system", "create", "secret", "generic", "member1-credentials", "--from-literal=token="+token)
 			for i := range 20 {
@@ -140,7 +134,7 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 				}, args, "cannot decrypt /registry/secrets/"},
 				{"unreachable plugin", func() {}, append(append([]string{}, args...), "--kms-endpoint=unix:///nonexistent/cellfed-kms.sock"), "KMS plugin at unix:///nonexistent/cellfed-kms.sock is unreachable"},
 			}
-			if backend.mysql {
+			if endpoint != "" { // a database other planes can share
 				cases = append(cases, struct {
 					name  string
 					setup func()

@@ -175,48 +175,73 @@ func TestStartupRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestPlaneSurvivesMariaDBRestart kills MariaDB (SIGKILL) while a writer
-// and a watch run through the plane, then starts it again: no acknowledged
-// write is lost, no watch event is missed, the plane recovers by itself.
-func TestPlaneSurvivesMariaDBRestart(t *testing.T) {
-	db := framework.StartMariaDB(t)
-	plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.NewDatabase(t)})
-	client := plane.Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+// TestPlaneSurvivesDatabaseRestart kills the database server (SIGKILL,
+// MariaDB and PostgreSQL) while a writer and a watch run through the plane,
+// then starts it again: no acknowledged write is lost, no watch event is
+// missed, the plane recovers by itself.
+func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
+	type server struct {
+		proc     *framework.Process
+		restart  func(testing.TB) // after the kill, until it accepts connections
+		endpoint string
+	}
+	for _, tt := range []struct {
+		name  string
+		start func(t *testing.T) server
+	}{
+		{"mariadb", func(t *testing.T) server {
+			db := framework.StartMariaDB(t)
+			return server{db.Process, func(t testing.TB) {
+				if err := db.Process.Restart(); err != nil {
+					t.Fatalf("restarting mariadbd: %v", err)
+				}
+				db.WaitReady(t)
+			}, db.NewDatabase(t)}
+		}},
+		{"postgres", func(t *testing.T) server {
+			db := framework.StartPostgres(t)
+			return server{db.Process, db.Restart, db.NewDatabase(t)}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db := tt.start(t)
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.endpoint})
+			client := plane.Client(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
 
-	w := framework.StartConfigMapWriter(ctx, t, client, "default", "survivor")
-	seen := framework.WatchConfigMaps(ctx, t, client, "default")
+			w := framework.StartConfigMapWriter(ctx, t, client, "default", "survivor")
+			seen := framework.WatchConfigMaps(ctx, t, client, "default")
 
-	w.WaitAcked(t, 50)
-	db.Process.Signal(syscall.SIGKILL)
-	if err := db.Process.Wait(ctx); err == nil {
-		t.Fatalf("mariadbd exited cleanly after SIGKILL?")
-	}
-	w.WaitFailures(t, 1) // the outage is visible to clients
-	if err := db.Process.Restart(); err != nil {
-		t.Fatalf("restarting mariadbd: %v", err)
-	}
-	db.WaitReady(t)
-	ackedAtRestart := w.Acked()
-	w.WaitAcked(t, ackedAtRestart+50) // the plane recovered by itself
-	acked := w.Stop()
+			w.WaitAcked(t, 50)
+			db.proc.Signal(syscall.SIGKILL)
+			if err := db.proc.Wait(ctx); err == nil {
+				t.Fatalf("%s exited cleanly after SIGKILL?", tt.name)
+			}
+			w.WaitFailures(t, 1) // the outage is visible to clients
+			db.restart(t)
+			ackedAtRestart := w.Acked()
+			w.WaitAcked(t, ackedAtRestart+50) // the plane recovered by itself
+			acked := w.Stop()
 
-	list := framework.ListConfigMapNames(ctx, t, client, "default")
-	for _, name := range acked {
-		if !list[name] {
-			t.Errorf("acknowledged write %s is missing after the MariaDB restart", name)
-		}
+			list := framework.ListConfigMapNames(ctx, t, client, "default")
+			for _, name := range acked {
+				if !list[name] {
+					t.Errorf("acknowledged write %s is missing after the %s restart", name, tt.name)
+				}
+			}
+			if err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
+				return seen.HasAll(acked), nil
+			}); err != nil {
+				t.Errorf("watch missed events: %v; missing %v", err, seen.Missing(acked))
+			}
+			if exited, err := plane.Exited(); exited {
+				t.Errorf("the plane exited during the %s outage: %v", tt.name, err)
+			}
+			t.Logf("%d writes acknowledged, %d failed during the outage", len(acked), w.Failures())
+		})
 	}
-	if err := framework.Poll(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
-		return seen.HasAll(acked), nil
-	}); err != nil {
-		t.Errorf("watch missed events: %v; missing %v", err, seen.Missing(acked))
-	}
-	if exited, err := plane.Exited(); exited {
-		t.Errorf("the plane exited during the MariaDB outage: %v", err)
-	}
-	t.Logf("%d writes acknowledged, %d failed during the outage", len(acked), w.Failures())
 }
 
 // TestPlaneFailsFastOnHungMariaDB freezes MariaDB (SIGSTOP): with the DSN

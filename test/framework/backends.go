@@ -14,10 +14,12 @@ type Backend struct {
 }
 
 // Backends are the storage set-ups every plane test runs on: the embedded
-// SQLite default and a throwaway database on the shared MariaDB.
+// SQLite default and a throwaway database on the shared MariaDB and on the
+// shared PostgreSQL.
 var Backends = []Backend{
 	{Name: "sqlite", Endpoint: func(testing.TB) string { return "" }},
 	{Name: "mariadb", Endpoint: NewDatabase},
+	{Name: "postgres", Endpoint: NewPostgresDatabase},
 }
 
 // DiffViews compares a client's view (key → value) with the server's and

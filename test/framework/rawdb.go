@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "github.com/mattn/go-sqlite3" // reads a plane's SQLite file directly
 )
 
@@ -20,14 +21,17 @@ type RawRow struct {
 
 // OpenRawDatabase opens the database under a plane, bypassing the API
 // server: the SQLite file in dataDir when endpoint is empty, else the
-// MySQL database of the --datastore-endpoint.
+// MySQL or PostgreSQL database of the --datastore-endpoint.
 func OpenRawDatabase(t testing.TB, dataDir, endpoint string) *sql.DB {
 	t.Helper()
 	var db *sql.DB
 	var err error
-	if endpoint == "" {
+	switch {
+	case endpoint == "":
 		db, err = sql.Open("sqlite3", "file:"+filepath.Join(dataDir, "db", "state.db")+"?mode=ro&_busy_timeout=5000")
-	} else {
+	case strings.HasPrefix(endpoint, "postgres://"):
+		db, err = sql.Open("pgx", endpoint)
+	default:
 		cfg, perr := mysql.ParseDSN(strings.TrimPrefix(endpoint, "mysql://"))
 		if perr != nil {
 			t.Fatalf("parsing %s: %v", endpoint, perr)
@@ -45,7 +49,11 @@ func OpenRawDatabase(t testing.TB, dataDir, endpoint string) *sql.DB {
 // starts with prefix.
 func RawRows(t testing.TB, db *sql.DB, prefix string) []RawRow {
 	t.Helper()
-	rows, err := db.Query(`SELECT id, name, value, deleted FROM kine WHERE name LIKE ? ORDER BY id`, prefix+"%")
+	q := `SELECT id, name, value, deleted FROM kine WHERE name LIKE ? ORDER BY id`
+	if _, pg := db.Driver().(*stdlib.Driver); pg {
+		q = strings.Replace(q, "?", "$1", 1)
+	}
+	rows, err := db.Query(q, prefix+"%")
 	if err != nil {
 		t.Fatalf("reading kine rows under %s: %v", prefix, err)
 	}

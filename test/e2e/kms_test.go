@@ -50,7 +50,7 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 			readBack()
 			// A FederatedSecret's template holds Secret data too: it is
 			// encrypted by default as well.
-			fedToken := "fed-canary-" + backend.name + "-91c2"
+			fedToken := "fed-canary-" + backend.Name + "-91c2"
 			fedEncoded := base64.StdEncoding.EncodeToString([]byte(fedToken))
 			fedSecret := "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedSecret\nmetadata: {name: fed-credentials, namespace: default}\nspec:\n  placement: {clusters: []}\n  template: {data: {token: " + fedEncoded + "}}\n"
 			if err := framework.Poll(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {

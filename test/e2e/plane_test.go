@@ -140,7 +140,7 @@ func TestStartupRefusesBadInput(t *testing.T) {
 		{"unwritable data dir", "", []string{"--data-dir=" + fileNotDir + "/data"}, []string{"data directory", "--data-dir"}},
 		{"unreachable mysql", existingDir, []string{"--datastore-endpoint=mysql://root:pw-s3cret@tcp(127.0.0.1:1)/cellfed"}, []string{"cannot connect to MySQL at 127.0.0.1:1", "--datastore-endpoint"}},
 		{"wrong mysql password", existingDir, []string{"--datastore-endpoint=mysql://cellfed-nobody:pw-s3cret@tcp(" + framework.SharedMySQLAddr() + ")/cellfed"}, []string{"cannot connect to MySQL", "Access denied", "password"}},
-		{"unknown scheme", existingDir, []string{"--datastore-endpoint=postgres://x"}, []string{`unsupported scheme "postgres"`}},
+		{"unknown scheme", existingDir, []string{"--datastore-endpoint=etcd://x"}, []string{`unsupported scheme "etcd"`, "postgres://"}},
 		{"corrupt certificate", corruptDir, nil, []string{"ca.crt is unusable", "restore it"}},
 		{"mysql lock mode 2", existingDir, []string{"--datastore-endpoint=" + unsafeDB.NewDatabase(t)},
 			[]string{"innodb_autoinc_lock_mode=2", "miss writes", "innodb_autoinc_lock_mode=1", "--unsafe-skip-mysql-safety-checks"}},

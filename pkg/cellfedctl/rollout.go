@@ -176,24 +176,30 @@ func (t *target) use(ctx context.Context, obj *unstructured.Unstructured) error 
 }
 
 // candidates are what a selector placement chooses from: the Cells of
-// the namespace, or the physical KubeFedClusters (placement.Candidates,
-// as the rollout controller decides).
+// the namespace, or the physical KubeFedClusters.
 func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObject) ([]placement.Topology, error) {
-	typ := placement.TopologyType(fed.Spec.Placement)
-	var list *unstructured.UnstructuredList
-	var err error
-	if typ == typesv1beta2.TopologyCell {
-		if list, err = t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).List(ctx, metav1.ListOptions{}); err != nil {
+	if placement.TopologyType(fed.Spec.Placement) == typesv1beta2.TopologyCell {
+		list, err := t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
 			return nil, apiError(err, "listing the cells of namespace "+t.ns)
 		}
-	} else if list, err = t.c.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(t.fedNamespace).List(ctx, metav1.ListOptions{}); err != nil {
+		out := make([]placement.Topology, 0, len(list.Items))
+		for _, c := range list.Items {
+			out = append(out, placement.Topology{Name: c.GetName(), Labels: c.GetLabels()})
+		}
+		return out, nil
+	}
+	list, err := t.c.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(t.fedNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, apiError(err, "listing KubeFedClusters")
 	}
-	objs := make([]metav1.Object, len(list.Items))
-	for i := range list.Items {
-		objs[i] = &list.Items[i]
+	var out []placement.Topology
+	for _, c := range list.Items {
+		if !strings.Contains(c.GetName(), ".") { // physical clusters only
+			out = append(out, placement.Topology{Name: c.GetName(), Labels: c.GetLabels()})
+		}
 	}
-	return placement.Candidates(typ, objs), nil
+	return out, nil
 }
 
 // mask is the object's mask (nil: none).

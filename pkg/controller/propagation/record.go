@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,16 +65,16 @@ type versionStore struct {
 	// typeName labels the plane writes.
 	typeName string
 
-	// objs holds each object's record, in its state.
-	objs *objects
+	mu      sync.Mutex
+	records map[string]*propagated
 }
 
-func newVersionStore(plane dynamic.Interface, t *Type, objs *objects) *versionStore {
+func newVersionStore(plane dynamic.Interface, t *Type) *versionStore {
 	gvr := kubefed.ClusterPropagatedVersionsResource
 	if t.Namespaced {
 		gvr = kubefed.PropagatedVersionsResource
 	}
-	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, objs: objs}
+	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, records: map[string]*propagated{}}
 }
 
 // load reads every record of the type once, at start.
@@ -82,6 +83,8 @@ func (s *versionStore) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", s.gvr.Resource, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i := range list.Items {
 		pv := &list.Items[i]
 		name, ok := strings.CutPrefix(pv.GetName(), s.prefix)
@@ -92,8 +95,7 @@ func (s *versionStore) load(ctx context.Context) error {
 		if ns := pv.GetNamespace(); ns != "" {
 			key = ns + "/" + name
 		}
-		r := decodeRecord(pv)
-		s.objs.update(key, func(st *state) { st.record = r })
+		s.records[key] = decodeRecord(pv)
 	}
 	return nil
 }
@@ -116,22 +118,22 @@ func decodeRecord(pv *unstructured.Unstructured) *propagated {
 }
 
 // get returns a copy of the record of key (empty when there is none).
-func (s *versionStore) get(key string) (out *propagated) {
-	s.objs.read(key, func(st *state) {
-		if r := st.record; r != nil {
-			c := *r
-			c.clusters = maps.Clone(r.clusters)
-			out = &c
-		}
-	})
-	if out == nil {
+func (s *versionStore) get(key string) *propagated {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.records[key]
+	if r == nil {
 		return newRecord("", "")
 	}
-	return out
+	c := *r
+	c.clusters = maps.Clone(r.clusters)
+	return &c
 }
 
 func (s *versionStore) forget(key string) {
-	s.objs.update(key, func(st *state) { st.record = nil })
+	s.mu.Lock()
+	delete(s.records, key)
+	s.mu.Unlock()
 }
 
 func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
@@ -201,18 +203,21 @@ func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.U
 	stored := *next
 	stored.clusters = maps.Clone(next.clusters)
 	stored.exists, stored.resourceVersion = true, updated.GetResourceVersion()
-	s.objs.update(key, func(st *state) { st.record = &stored })
+	s.mu.Lock()
+	s.records[key] = &stored
+	s.mu.Unlock()
 	return nil
 }
 
 func (s *versionStore) reload(ctx context.Context, key string, c dynamic.ResourceInterface, name string) {
 	pv, err := c.Get(ctx, name, metav1.GetOptions{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case apierrors.IsNotFound(err):
-		s.forget(key)
+		delete(s.records, key)
 	case err == nil:
-		r := decodeRecord(pv)
-		s.objs.update(key, func(st *state) { st.record = r })
+		s.records[key] = decodeRecord(pv)
 	}
 }
 

@@ -34,7 +34,8 @@ func freePort(t *testing.T) int {
 }
 
 // testHub runs a hub on loopback with a fresh PKI.
-func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate) error) (*Hub, pki.Files) {
+// hubOptions makes a plane's PKI and hub options on free ports.
+func hubOptions(t *testing.T) (*Options, pki.Files) {
 	t.Helper()
 	f := pki.Files{Dir: t.TempDir()}
 	if err := pki.Ensure(f, pki.Options{AdminUser: "admin"}); err != nil {
@@ -48,6 +49,12 @@ func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate
 	o.ServingCertFile, o.ServingKeyFile = f.ServingCert(), f.ServingKey()
 	o.AgentCAFile, o.ClientCAFile = f.AgentCACert(), f.CACert()
 	o.ConnectSecretFile = filepath.Join(f.Dir, "tunnel-connect.secret")
+	return o, f
+}
+
+func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate) error) (*Hub, pki.Files) {
+	t.Helper()
+	o, f := hubOptions(t)
 	o.Admit = admit
 	h, err := New(*o)
 	if err != nil {
@@ -333,18 +340,7 @@ func TestAgentBacksOffWhenRefused(t *testing.T) {
 // TestHubHealth: the hub reports healthy while it serves and says why
 // once its agent listener fails (the plane's /readyz shows it).
 func TestHubHealth(t *testing.T) {
-	f := pki.Files{Dir: t.TempDir()}
-	if err := pki.Ensure(f, pki.Options{AdminUser: "admin"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := pki.EnsureAgentCA(f); err != nil {
-		t.Fatal(err)
-	}
-	o := NewOptions()
-	o.AgentPort, o.GRPCPort, o.ConnectPort = freePort(t), freePort(t), freePort(t)
-	o.ServingCertFile, o.ServingKeyFile = f.ServingCert(), f.ServingKey()
-	o.AgentCAFile, o.ClientCAFile = f.AgentCACert(), f.CACert()
-	o.ConnectSecretFile = filepath.Join(f.Dir, "tunnel-connect.secret")
+	o, _ := hubOptions(t)
 	h, err := New(*o)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/pkg/rollout"
@@ -325,6 +326,10 @@ type objectView struct {
 	Resource  string
 	// Diff is the change from the previous revision to the newest.
 	Diff, DiffTitle string
+	// Events are the object's newest events; EventsError says why there
+	// are none to show (the user may not list events, say).
+	Events      []EventLine
+	EventsError string
 }
 
 func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
@@ -365,6 +370,11 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 		if v.Diff, err = RevisionDiff(&revs[n-2], &revs[n-1]); err != nil {
 			v.Diff = err.Error()
 		}
+	}
+	if evs, err := s.cfg.Kube.CoreV1().Events(ns).List(r.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name}); err != nil {
+		v.EventsError = "no events shown: " + err.Error()
+	} else {
+		v.Events = EventLines(evs.Items, row.Kind, name, 20, time.Now())
 	}
 	s.render(w, "object.html", page{Title: v.Ref + " in " + ns, Namespace: ns, Data: v})
 }
@@ -438,6 +448,8 @@ type registrationRow struct {
 type cellsView struct {
 	Cells         []cellRow
 	CellsError    string
+	Clusters      []ClusterLine
+	ClustersError string
 	Status        string
 	Registrations []registrationRow
 	RegError      string
@@ -478,6 +490,11 @@ func (s *Server) cellsPage(w http.ResponseWriter, r *http.Request) {
 			}
 			sort.Slice(v.Cells, func(i, j int) bool { return v.Cells[i].Name < v.Cells[j].Name })
 		}
+	}
+	if list, err := s.cfg.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(s.cfg.FedNamespace).List(ctx, metav1.ListOptions{}); err != nil {
+		v.ClustersError = "Clusters are not shown: " + err.Error()
+	} else {
+		v.Clusters = ClusterLines(list.Items, time.Now())
 	}
 	if out, err := s.cfg.Run(ctx, "status"); err != nil {
 		v.Status = err.Error()

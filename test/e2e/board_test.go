@@ -72,6 +72,21 @@ func TestBoard(t *testing.T) {
 		if shots != "" {
 			screenshot(t, ctx, filepath.Join(shots, "board-object.png"))
 		}
+		// The page lists the object's events (a real Event on the plane).
+		f.kubectl.MustRun(t, fmt.Sprintf(`apiVersion: v1
+kind: Event
+metadata: {name: web.board-check, namespace: shop}
+involvedObject: {apiVersion: types.kubefed.io/v1beta2, kind: FederatedDeployment, name: web, namespace: shop}
+reason: BoardCheck
+message: an event the object page shows
+type: Normal
+count: 1
+firstTimestamp: %[1]q
+lastTimestamp: %[1]q
+`, time.Now().UTC().Format(time.RFC3339)), "create", "-f", "-")
+		browse(t, ctx, "reopen the object page", chromedp.Navigate(admin.origin()+"/w/shop/o/federateddeployments/web"),
+			chromedp.WaitVisible(chromedp.CSS("#act-next")))
+		jsTrue(t, ctx, "the object page lists the event", `/BoardCheck[\s\S]*an event the object page shows/.test((document.getElementById("events")||{}).textContent||"")`, 5*time.Second)
 		browse(t, ctx, "press next and confirm", chromedp.Click(chromedp.CSS("#act-next")),
 			chromedp.WaitVisible(chromedp.CSS("#confirm-ok")), chromedp.Click(chromedp.CSS("#confirm-ok")))
 		jsTrue(t, ctx, "the page says rz20a was released", `/released.*rz20a/.test(document.getElementById("result").textContent)`, 20*time.Second)
@@ -83,6 +98,12 @@ func TestBoard(t *testing.T) {
 			browse(t, ctx, "open the cells page", chromedp.Navigate(admin.origin()+"/cells?ns=shop"), chromedp.WaitVisible(chromedp.CSS("#cells")))
 			screenshot(t, ctx, filepath.Join(shots, "board-cells.png"))
 		}
+	})
+
+	t.Run("the cells page shows cells and how their clusters are reached", func(t *testing.T) {
+		browse(t, ctx, "open the cells page", chromedp.Navigate(admin.origin()+"/cells?ns=shop"), chromedp.WaitVisible(chromedp.CSS("#clusters")))
+		jsTrue(t, ctx, "the cells table lists rz00a on member-0", `/rz00a\s*member-0/.test(document.getElementById("cells").textContent)`, 5*time.Second)
+		jsTrue(t, ctx, "member-0 is a direct, ready cluster", `[...document.querySelectorAll("#clusters tbody tr")].some(r => /member-0/.test(r.cells[0]?.textContent||r.textContent) && /direct/.test(r.textContent) && /True/.test(r.textContent))`, 10*time.Second)
 	})
 
 	t.Run("a viewer sees no action and is refused a forged one", func(t *testing.T) {

@@ -110,11 +110,21 @@ func writeAgentCert(t *testing.T, f pki.Files, cluster, dir string) (certFile, k
 func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) string {
 	t.Helper()
 	dir := t.TempDir()
+	runAgent(t, h, f, cluster, target, dir, func(o *agent.Options) {
+		o.RefusedRetryCap = time.Second // tests readmit refused agents within seconds
+	})
+	return dir
+}
+
+// runAgent runs an in-process agent for cluster with its certificate in
+// dir, its options adjusted by tune, until the test ends.
+func runAgent(t *testing.T, h *Hub, f pki.Files, cluster, target, dir string, tune func(*agent.Options)) *agent.Agent {
+	t.Helper()
 	o := agent.NewOptions()
 	o.Cluster, o.Target = cluster, target
-	o.RefusedRetryCap = time.Second // tests readmit refused agents within seconds
 	o.HubAddress, o.HubServerName, o.HubCAFile = h.AgentAddr().String(), "localhost", f.CACert()
 	o.CertFile, o.KeyFile = writeAgentCert(t, f, cluster, dir)
+	tune(o)
 	a, err := agent.New(*o)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +134,7 @@ func testAgent(t *testing.T, h *Hub, f pki.Files, cluster, target string) string
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return dir
+	return a
 }
 
 func poll(t *testing.T, what string, cond func() bool) {
@@ -293,21 +303,9 @@ func TestAgentBacksOffWhenRefused(t *testing.T) {
 		}
 		return errors.New("registration revoked")
 	})
-	dir := t.TempDir()
-	o := agent.NewOptions()
-	o.Cluster, o.Target = "gamma", "127.0.0.1:1"
-	o.HubAddress, o.HubServerName, o.HubCAFile = h.AgentAddr().String(), "localhost", f.CACert()
-	o.CertFile, o.KeyFile = writeAgentCert(t, f, "gamma", dir)
-	o.RetryInterval, o.RetryIntervalCap, o.RefusedRetryCap = 100*time.Millisecond, 100*time.Millisecond, 2*time.Second
-	a, err := agent.New(*o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	a := runAgent(t, h, f, "gamma", "127.0.0.1:1", t.TempDir(), func(o *agent.Options) {
+		o.RetryInterval, o.RetryIntervalCap, o.RefusedRetryCap = 100*time.Millisecond, 100*time.Millisecond, 2*time.Second
+	})
 
 	const n = 6
 	poll := func(what string, cond func() bool) {

@@ -116,17 +116,11 @@ func StartPostgres(t testing.TB) *Postgres {
 // WaitReady waits until the server accepts connections.
 func (p *Postgres) WaitReady(t testing.TB) {
 	t.Helper()
-	dsn := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=1", p.Addr)
 	err := Poll(context.Background(), 100*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
 		if err := exitedError(p.Process); err != nil {
 			return false, err
 		}
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return false, nil
-		}
-		conn.Close(ctx)
-		return true, nil
+		return p.accepts(ctx), nil
 	})
 	if err != nil {
 		t.Fatalf("private postgres not ready: %v", err)
@@ -149,7 +143,6 @@ func (p *Postgres) NewDatabase(testing.TB) string {
 // started again until it stays up.
 func (p *Postgres) Restart(t testing.TB) {
 	t.Helper()
-	dsn := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=1", p.Addr)
 	err := Poll(context.Background(), 200*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
 		if exited, _ := p.Exited(); exited {
 			if err := p.Process.Restart(); err != nil {
@@ -157,14 +150,19 @@ func (p *Postgres) Restart(t testing.TB) {
 			}
 			return false, nil
 		}
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return false, nil
-		}
-		conn.Close(ctx)
-		return true, nil
+		return p.accepts(ctx), nil
 	})
 	if err != nil {
 		t.Fatalf("restarting the private postgres: %v", err)
 	}
+}
+
+// accepts reports whether the server takes a connection now.
+func (p *Postgres) accepts(ctx context.Context) bool {
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=1", p.Addr))
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
 }

@@ -1,7 +1,8 @@
 // Command cellfed-controller propagates federated objects from the cellfed
 // plane to member clusters, keeps per-cell KubeFedClusters for Cells and
-// probes member health. It reads the plane in KubeFed's terms (v1beta1
-// federated objects, KubeFedClusters, FederatedTypeConfigs).
+// probes member health. It reads federated objects in the version the plane
+// stores (v1beta2) and decides in KubeFed's terms (KubeFedClusters,
+// FederatedTypeConfigs, each object's v1beta1 view computed in-process).
 package main
 
 import (

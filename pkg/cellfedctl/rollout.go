@@ -176,30 +176,24 @@ func (t *target) use(ctx context.Context, obj *unstructured.Unstructured) error 
 }
 
 // candidates are what a selector placement chooses from: the Cells of
-// the namespace, or the physical KubeFedClusters.
+// the namespace, or the physical KubeFedClusters (placement.Candidates,
+// as the rollout controller decides).
 func (t *target) candidates(ctx context.Context, fed *typesv1beta2.FederatedObject) ([]placement.Topology, error) {
-	if placement.TopologyType(fed.Spec.Placement) == typesv1beta2.TopologyCell {
-		list, err := t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
+	typ := placement.TopologyType(fed.Spec.Placement)
+	var list *unstructured.UnstructuredList
+	var err error
+	if typ == typesv1beta2.TopologyCell {
+		if list, err = t.c.Dynamic.Resource(cellv1alpha1.CellsResource).Namespace(t.ns).List(ctx, metav1.ListOptions{}); err != nil {
 			return nil, apiError(err, "listing the cells of namespace "+t.ns)
 		}
-		out := make([]placement.Topology, 0, len(list.Items))
-		for _, c := range list.Items {
-			out = append(out, placement.Topology{Name: c.GetName(), Labels: c.GetLabels()})
-		}
-		return out, nil
-	}
-	list, err := t.c.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(t.fedNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	} else if list, err = t.c.Dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(t.fedNamespace).List(ctx, metav1.ListOptions{}); err != nil {
 		return nil, apiError(err, "listing KubeFedClusters")
 	}
-	var out []placement.Topology
-	for _, c := range list.Items {
-		if !strings.Contains(c.GetName(), ".") { // physical clusters only
-			out = append(out, placement.Topology{Name: c.GetName(), Labels: c.GetLabels()})
-		}
+	objs := make([]metav1.Object, len(list.Items))
+	for i := range list.Items {
+		objs[i] = &list.Items[i]
 	}
-	return out, nil
+	return placement.Candidates(typ, objs), nil
 }
 
 // mask is the object's mask (nil: none).

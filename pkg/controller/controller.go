@@ -32,6 +32,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/cells"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/federatedtypeconfig"
+	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 	"github.com/cellfed/cellfed/pkg/proxy"
@@ -259,12 +260,16 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cellfed-controller"})
 
-	reg := clusters.NewRegistry(plane, kube, o.Clusters)
-	types := federatedtypeconfig.New(ctx, plane, kube, reg, recorder, o.Propagation, o.Rollout)
+	// One set of plane caches for every controller of the process.
+	caches := informers.New(plane, kube, o.FederationNamespace)
+	reg := clusters.NewRegistry(plane, kube, caches, o.Clusters)
+	types := federatedtypeconfig.New(ctx, plane, caches, reg, recorder, o.Propagation, o.Rollout)
+	cellCtrl := cells.New(plane, caches, o.FederationNamespace, o.CellWorkers)
 	reg.Subscribe(types.ClusterChanged)
+	caches.Start(ctx.Done())
 	errc := make(chan error, 3)
 	go func() { errc <- reg.Run(ctx) }()
-	go func() { errc <- cells.New(plane, kube, o.FederationNamespace, o.CellWorkers).Run(ctx) }()
+	go func() { errc <- cellCtrl.Run(ctx) }()
 	go func() { errc <- types.Run(ctx) }()
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return ctx.Err()

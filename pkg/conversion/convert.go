@@ -147,18 +147,7 @@ func toV1beta2(obj map[string]any) error {
 	typ := topologyTypeOf(v2)
 
 	if status, ok := obj["status"].(map[string]any); ok {
-		if list, ok := status["clusters"]; ok {
-			delete(status, "clusters")
-			status["topologies"] = mapList(list, func(e map[string]any) map[string]any {
-				cluster, _ := e["name"].(string)
-				e["name"] = topologyNameOf(ns, typ, cluster)
-				e["cluster"] = cluster
-				if st, _ := e["status"].(string); st == "" {
-					e["status"] = StatusOK
-				}
-				return e
-			})
-		}
+		statusToV1beta2(status, ns, typ)
 	}
 	obj["apiVersion"] = apiVersionV1beta2
 	return nil
@@ -554,4 +543,101 @@ func StashedV1beta2Spec(obj map[string]any) (spec map[string]any, ok bool) {
 		return nil, false
 	}
 	return restored, true
+}
+
+// V1beta1View returns obj, a v1beta2 object, as v1beta1 without changing
+// obj: the same conversion as Convert, on a copy that shares with obj
+// every part conversion leaves alone (the template, the rest of the
+// spec, metadata but its annotations). So a reader holding the stored
+// (v1beta2) object, such as a controller's cache, gets KubeFed's view of
+// it without the webhook and without copying the whole object. The view
+// must be treated as read-only where it shares with obj. An object that
+// is v1beta1 already is returned as it is.
+func V1beta1View(obj map[string]any) (map[string]any, error) {
+	if from, _ := obj["apiVersion"].(string); from == apiVersionV1beta1 {
+		return obj, nil
+	}
+	view := make(map[string]any, len(obj))
+	for k, v := range obj {
+		view[k] = v
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			a := make(map[string]any, len(ann))
+			for k, v := range ann {
+				a[k] = v
+			}
+			m["annotations"] = a
+		}
+		view["metadata"] = m
+	}
+	if spec, ok := obj["spec"].(map[string]any); ok {
+		s := make(map[string]any, len(spec))
+		for k, v := range spec {
+			s[k] = v
+		}
+		view["spec"] = s
+	}
+	if status, ok := obj["status"].(map[string]any); ok {
+		view["status"] = deepCopyJSON(status)
+	}
+	if err := Convert(view, apiVersionV1beta1); err != nil {
+		return nil, err
+	}
+	return view, nil
+}
+
+// StatusToV1beta2 converts a v1beta1 status (status.clusters named by
+// KubeFedCluster) to the v1beta2 status of obj, a v1beta2 object (its
+// namespace and topology type name the topologies), in place: what
+// Convert does to the status of a v1beta1 object whose v1beta2 spec is
+// obj's. It lets a reader of the stored version write a status computed
+// in KubeFed's terms without a round trip through the webhook.
+func StatusToV1beta2(obj map[string]any, status map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	statusToV1beta2(status, namespaceOf(obj), topologyTypeOf(spec))
+}
+
+func statusToV1beta2(status map[string]any, ns string, typ typesv1beta2.TopologyType) {
+	list, ok := status["clusters"]
+	if !ok {
+		return
+	}
+	delete(status, "clusters")
+	status["topologies"] = mapList(list, func(e map[string]any) map[string]any {
+		cluster, _ := e["name"].(string)
+		e["name"] = topologyNameOf(ns, typ, cluster)
+		e["cluster"] = cluster
+		if st, _ := e["status"].(string); st == "" {
+			e["status"] = StatusOK
+		}
+		return e
+	})
+}
+
+// deepCopyJSON copies unstructured content.
+func deepCopyJSON(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return deepCopyJSON(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopyValue(e)
+		}
+		return out
+	}
+	return v
 }

@@ -548,3 +548,37 @@ func TestSpecNotAnObject(t *testing.T) {
 		})
 	}
 }
+
+// TestV1beta1View: the in-process view is exactly what Convert makes of
+// a copy, and leaves the stored object as it was; StatusToV1beta2 turns
+// the view's status back into the stored one.
+func TestV1beta1View(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for i := 0; i < 2000; i++ {
+		in := randomV1beta2(r)
+		before := runtime.DeepCopyJSON(in)
+		view, err := V1beta1View(in)
+		if err != nil {
+			t.Fatalf("V1beta1View: %v", err)
+		}
+		if want := convert(t, in, apiVersionV1beta1); !reflect.DeepEqual(view, want) {
+			t.Fatalf("view differs from Convert\n view: %s\n want: %s", toJSON(t, view), toJSON(t, want))
+		}
+		if !reflect.DeepEqual(in, before) {
+			t.Fatalf("V1beta1View changed its input\n  now: %s\n was: %s", toJSON(t, in), toJSON(t, before))
+		}
+		status, ok := view["status"].(map[string]any)
+		if !ok {
+			continue
+		}
+		status = runtime.DeepCopyJSON(status)
+		StatusToV1beta2(in, status)
+		if !reflect.DeepEqual(status, in["status"]) {
+			t.Fatalf("StatusToV1beta2 of the view's status\n  got: %s\n want: %s", toJSON(t, status), toJSON(t, in["status"]))
+		}
+	}
+	v1 := obj(t, `{"apiVersion":"types.kubefed.io/v1beta1","metadata":{"name":"a"}}`)
+	if view, err := V1beta1View(v1); err != nil || !reflect.DeepEqual(view, v1) {
+		t.Errorf("a v1beta1 object's view = %v, %v; want the object itself", view, err)
+	}
+}

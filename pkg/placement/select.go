@@ -161,3 +161,22 @@ func FormatSelector(ls *metav1.LabelSelector) string {
 	}
 	return metav1.FormatLabelSelector(ls)
 }
+
+// Candidates are the topologies a selector placement of type typ chooses
+// from, in name order: objs are the Cells of the object's namespace for
+// a cell placement, the KubeFedClusters for a cluster placement, of which
+// only the physical clusters count (a per-cell cluster's name holds a
+// dot, which a physical cluster's cannot: the plane refuses it). The
+// rollout controller reads objs from its caches, cellfedctl from the
+// plane.
+func Candidates(typ typesv1beta2.TopologyType, objs []metav1.Object) []Topology {
+	out := make([]Topology, 0, len(objs))
+	for _, o := range objs {
+		if typ != typesv1beta2.TopologyCell && strings.Contains(o.GetName(), ".") {
+			continue
+		}
+		out = append(out, Topology{Name: o.GetName(), Labels: o.GetLabels()})
+	}
+	slices.SortFunc(out, func(a, b Topology) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -115,6 +116,32 @@ func TestFormatSelector(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := FormatSelector(tc.ls); got != tc.want {
 				t.Errorf("FormatSelector = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	obj := func(name string, l map[string]string) metav1.Object {
+		return &metav1.ObjectMeta{Name: name, Labels: l}
+	}
+	eu := map[string]string{"region": "eu"}
+	tests := []struct {
+		name string
+		typ  typesv1beta2.TopologyType
+		objs []metav1.Object
+		want []Topology
+	}{
+		{"cells in name order", typesv1beta2.TopologyCell, []metav1.Object{obj("b", nil), obj("a", eu)},
+			[]Topology{{Name: "a", Labels: eu}, {Name: "b"}}},
+		{"physical clusters only", typesv1beta2.TopologyCluster, []metav1.Object{obj("shop.a", nil), obj("m2", nil), obj("m1", eu)},
+			[]Topology{{Name: "m1", Labels: eu}, {Name: "m2"}}},
+		{"nothing to choose from", typesv1beta2.TopologyCluster, nil, []Topology{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Candidates(tc.typ, tc.objs); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Candidates = %v, want %v", got, tc.want)
 			}
 		})
 	}

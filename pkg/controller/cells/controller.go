@@ -23,14 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	"github.com/cellfed/cellfed/pkg/controller/informers"
 
 	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
@@ -84,8 +83,9 @@ func recordClusters(obj any) []string {
 
 const byCluster = "byCluster"
 
-// New builds the cell controller; fedNamespace holds the KubeFedClusters.
-func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string, workers int) *Controller {
+// New builds the cell controller, reading the process's shared caches;
+// fedNamespace holds the KubeFedClusters.
+func New(plane dynamic.Interface, caches *informers.Factory, fedNamespace string, workers int) *Controller {
 	c := &Controller{
 		plane:     plane,
 		namespace: fedNamespace,
@@ -93,18 +93,11 @@ func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cells"}),
 	}
-	c.cells = dynamicinformer.NewFilteredDynamicInformer(plane, CellResource, metav1.NamespaceAll, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, byCluster: func(obj any) ([]string, error) {
-			cluster, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "spec", "cluster")
-			return []string{cluster}, nil
-		}}, nil).Informer()
-	c.kfcs = dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.KubeFedClustersResource, fedNamespace, 0, cache.Indexers{}, nil).Informer()
-	c.namespaces = informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer()
-	c.versions = dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.PropagatedVersionsResource, metav1.NamespaceAll, 0,
-		cache.Indexers{byCluster: func(obj any) ([]string, error) { return recordClusters(obj), nil }}, nil).Informer()
-	if err := c.versions.SetTransform(leanRecord); err != nil {
-		klog.ErrorS(err, "Setting the records cache's transform")
-	}
+	c.cells = caches.Cells()
+	c.kfcs = caches.KubeFedClusters()
+	c.namespaces = caches.Namespaces()
+	c.versions = caches.PropagatedVersions(leanRecord,
+		cache.Indexers{byCluster: func(obj any) ([]string, error) { return recordClusters(obj), nil }})
 	return c
 }
 
@@ -156,7 +149,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		go h.inf.Run(ctx.Done())
 	}
 	// A record counts for the cells it lists before and after a change.
 	if _, err := c.versions.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -166,7 +158,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	go c.versions.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.cells.HasSynced, c.kfcs.HasSynced, c.namespaces.HasSynced, c.versions.HasSynced) {
 		return fmt.Errorf("cell controller: waiting for caches: %w", ctx.Err())
 	}
@@ -213,7 +204,7 @@ func (c *Controller) enqueueForCluster(obj any) {
 		c.queue.Add(ns + "/" + cell)
 		return
 	}
-	cells, _ := c.cells.GetIndexer().ByIndex(byCluster, m.GetName())
+	cells, _ := c.cells.GetIndexer().ByIndex(informers.CellsByCluster, m.GetName())
 	for _, cell := range cells {
 		c.enqueueCell(cell)
 	}

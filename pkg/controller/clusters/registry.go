@@ -23,13 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+
+	"github.com/cellfed/cellfed/pkg/controller/informers"
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 )
@@ -117,8 +117,9 @@ type Registry struct {
 	listeners []func()
 }
 
-// NewRegistry builds a registry reading the plane through the clients.
-func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, opts Options) *Registry {
+// NewRegistry builds a registry reading the plane through the clients
+// and the process's shared caches.
+func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, caches *informers.Factory, opts Options) *Registry {
 	r := &Registry{
 		opts:     opts,
 		plane:    plane,
@@ -128,10 +129,8 @@ func NewRegistry(plane dynamic.Interface, kube kubernetes.Interface, opts Option
 		members:  map[string]*Member{},
 		watched:  map[schema.GroupVersionResource][]*watch{},
 	}
-	r.clusterInformer = dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, opts.Namespace, nil).
-		ForResource(kubefed.KubeFedClustersResource).Informer()
-	r.secretInformer = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace)).
-		Core().V1().Secrets().Informer()
+	r.clusterInformer = caches.KubeFedClusters()
+	r.secretInformer = caches.Secrets()
 	return r
 }
 
@@ -224,8 +223,6 @@ func (r *Registry) Run(ctx context.Context) error {
 	if _, err := r.secretInformer.AddEventHandler(enqueue); err != nil {
 		return err
 	}
-	go r.clusterInformer.Run(ctx.Done())
-	go r.secretInformer.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), r.HasSynced) {
 		return fmt.Errorf("waiting for KubeFedClusters and Secrets in %s: %w", r.opts.Namespace, ctx.Err())
 	}

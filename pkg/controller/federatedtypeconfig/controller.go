@@ -19,15 +19,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/cellfed/cellfed/pkg/controller/informers"
+
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
@@ -44,6 +44,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	opts     propagation.Options
 	rollout  rolloutcontroller.Options
+	caches   *informers.Factory
 	informer cache.SharedIndexInformer
 	// namespaces are the plane's namespaces, for their tenancy labels.
 	namespaces cache.SharedIndexInformer
@@ -63,11 +64,12 @@ type runningType struct {
 // New returns the controller; the propagation and rollout controllers it
 // starts live until ctx ends. Clusters come from reg, whose changes the
 // caller passes on with ClusterChanged.
-func New(ctx context.Context, plane dynamic.Interface, kube kubernetes.Interface, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options, rolloutOpts rolloutcontroller.Options) *Controller {
+func New(ctx context.Context, plane dynamic.Interface, caches *informers.Factory, reg *clusters.Registry, recorder record.EventRecorder, opts propagation.Options, rolloutOpts rolloutcontroller.Options) *Controller {
 	return &Controller{
 		ctx: ctx, plane: plane, reg: reg, recorder: recorder, opts: opts, rollout: rolloutOpts, retry: 5 * time.Second,
-		informer:   dynamicinformer.NewFilteredDynamicInformer(plane, kubefed.FederatedTypeConfigsResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
-		namespaces: informers.NewSharedInformerFactory(kube, 0).Core().V1().Namespaces().Informer(),
+		caches:     caches,
+		informer:   caches.FederatedTypeConfigs(),
+		namespaces: caches.Namespaces(),
 		running:    map[string]*runningType{},
 	}
 }
@@ -93,8 +95,6 @@ func (s *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	go s.namespaces.Run(ctx.Done())
-	go s.informer.Run(ctx.Done())
 	<-ctx.Done()
 	return nil
 }
@@ -142,7 +142,11 @@ func (s *Controller) sync() {
 		nsChanged = nsChanged || t.IsNamespace()
 		// The type's rollouts run and stop with its propagation.
 		go func() {
-			if err := rolloutcontroller.New(t.Federated, s.plane, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
+			caches := rolloutcontroller.Caches{Cells: s.caches.Cells(), KubeFedClusters: s.caches.KubeFedClusters()}
+			if t.Stored.Version == typesv1beta2.Version {
+				caches.Federated = ctrl.Informer() // one watch of the type
+			}
+			if err := rolloutcontroller.New(t.Federated, s.plane, caches, s.recorder, s.rollout).Run(ctx); err != nil && ctx.Err() == nil {
 				klog.ErrorS(err, "Rollout controller stopped", "type", name)
 			}
 		}()

@@ -17,6 +17,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 )
@@ -35,8 +36,10 @@ func TestDisabledTypeReportsNotRunning(t *testing.T) {
 	kube := kubefake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{cellv1alpha1.LabelTenant: "a"}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := New(ctx, plane, kube, nil, record.NewFakeRecorder(10), propagation.Options{}, rolloutcontroller.DefaultOptions())
+	caches := informers.New(plane, kube, "kube-federation-system")
+	c := New(ctx, plane, caches, nil, record.NewFakeRecorder(10), propagation.Options{}, rolloutcontroller.DefaultOptions())
 	go func() { _ = c.Run(ctx) }()
+	caches.Start(ctx.Done())
 
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := plane.Resource(kubefed.FederatedTypeConfigsResource).Namespace("kube-federation-system").Get(ctx, "configmaps", metav1.GetOptions{})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,10 +70,13 @@ type Env struct {
 
 // Controller propagates the objects of one federated type.
 type Controller struct {
-	typ      *Type
-	policy   Policy
-	opts     Options
-	env      Env
+	typ    *Type
+	policy Policy
+	opts   Options
+	env    Env
+	// objs is each object's state: its record and the bookkeeping
+	// below, which all keep their part in it.
+	objs     *objects
 	records  *versionStore
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
@@ -86,8 +88,6 @@ type Controller struct {
 	// written: the last status write of each object until the cache
 	// shows it.
 	written *lastWrites
-	// v1beta1Writes: the plane does not serve v1beta2 for the type.
-	v1beta1Writes atomic.Bool
 	// propagating: when each generation was observed, until it is on
 	// every selected member; reflowing: the first member event not yet
 	// in the status (for the latency and reflow delay metrics).
@@ -103,23 +103,25 @@ func New(t *Type, opts Options, env Env) *Controller {
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, opts.RetryMax),
 	)
+	objs := newObjects()
 	c := &Controller{
 		typ:     t,
 		policy:  PolicyFor(t),
 		opts:    opts,
 		env:     env,
-		records: newVersionStore(env.Plane, t),
+		objs:    objs,
+		records: newVersionStore(env.Plane, t, objs),
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 
-		statusWrites: newWriteLimiter(opts.StatusInterval),
-		settle:       newSettler(opts.StatusInterval),
-		written:      newLastWrites(),
-		finalized:    &finalizerPatches{m: map[string]finalizerPatch{}},
-		propagating:  newSince(),
-		reflowing:    newSince(),
+		statusWrites: newWriteLimiter(objs, opts.StatusInterval),
+		settle:       newSettler(objs, opts.StatusInterval),
+		written:      newLastWrites(objs),
+		finalized:    &finalizerPatches{objs: objs},
+		propagating:  newSince(objs, propagatingMark),
+		reflowing:    newSince(objs, reflowingMark),
 	}
 	registerMetrics()
-	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Federated, metav1.NamespaceAll, 0,
+	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Stored, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	if err := c.informer.SetTransform(clusters.StripManagedFields); err != nil {
 		klog.ErrorS(err, "Setting the federated cache's transform", "type", t.Name)
@@ -176,7 +178,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return fmt.Errorf("%s: waiting for the plane's cache: %w", c.typ.Name, ctx.Err())
 	}
-	logger.Info("Propagating", "federatedType", c.typ.Federated.String(), "target", c.typ.Target.String(), "workers", c.opts.Workers)
+	logger.Info("Propagating", "federatedType", c.typ.Stored.String(), "target", c.typ.Target.String(), "workers", c.opts.Workers)
 	var wg sync.WaitGroup
 	for range max(1, c.opts.Workers) {
 		wg.Add(1)
@@ -191,6 +193,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
+
+// Informer is the controller's cache of the type's federated objects, in
+// Type.Stored: others of the type (its rollout controller) read it
+// rather than watch the type again. It runs with the controller.
+func (c *Controller) Informer() cache.SharedIndexInformer { return c.informer }
 
 // HasSynced reports whether the controller's cache of federated objects
 // is loaded.
@@ -213,8 +220,9 @@ func (c *Controller) NamespaceChanged(ns string) {
 	}
 }
 
-// FederatedNamespace returns the FederatedNamespace of ns from the cache
-// of the Namespace type's controller, nil when there is none.
+// FederatedNamespace returns KubeFed's view of the FederatedNamespace of
+// ns from the cache of the Namespace type's controller, nil when there is
+// none.
 func (c *Controller) FederatedNamespace(ns string) (*unstructured.Unstructured, error) {
 	if !c.typ.IsNamespace() {
 		return nil, fmt.Errorf("%s is not the Namespace type", c.typ.Name)
@@ -226,7 +234,7 @@ func (c *Controller) FederatedNamespace(ns string) (*unstructured.Unstructured, 
 	if err != nil || !ok {
 		return nil, err
 	}
-	return obj.(*unstructured.Unstructured), nil
+	return c.view(obj.(*unstructured.Unstructured))
 }
 
 // enqueueForMember queues the federated object a member object belongs
@@ -278,22 +286,20 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return false, err
 	}
 	if !exists {
-		c.finalized.forget(key)
-		c.records.forget(key)
-		c.settle.done(key)
-		c.propagating.forget(key)
-		c.reflowing.forget(key)
-		c.written.seen(key, "")
+		c.objs.forget(key)
 		return false, nil
 	}
-	fed := obj.(*unstructured.Unstructured)
-	deleting := fed.GetDeletionTimestamp() != nil
-	switch hasFinalizer := slices.Contains(fed.GetFinalizers(), Finalizer); {
+	// stored is the object as the plane stores it (v1beta2), what the
+	// controller writes; fed is KubeFed's view of it, what it decides
+	// from.
+	stored := obj.(*unstructured.Unstructured)
+	deleting := stored.GetDeletionTimestamp() != nil
+	switch hasFinalizer := slices.Contains(stored.GetFinalizers(), Finalizer); {
 	case deleting && !hasFinalizer:
 		c.records.forget(key)
 		return false, nil
 	case !deleting && !hasFinalizer:
-		if c.finalized.pending(key, fed.GetResourceVersion()) {
+		if c.finalized.pending(key, stored.GetResourceVersion()) {
 			// Our finalizer patch is newer than the cache: its update
 			// event enqueues the object again (and, should it never
 			// come, this does).
@@ -301,20 +307,24 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			return false, nil
 		}
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizer).Inc()
-		updated, err := c.setFinalizer(ctx, fed, true)
+		updated, err := c.setFinalizer(ctx, stored, true)
 		if err != nil {
 			return false, fmt.Errorf("adding finalizer: %w", err)
 		}
 		c.finalized.wrote(key, updated.GetResourceVersion())
-		fed = updated
+		stored = updated
 	default:
 		c.finalized.forget(key)
 	}
+	fed, err := c.view(stored)
+	if err != nil {
+		return false, err
+	}
 	var w work
 	if !deleting {
-		if w, err = readWork(fed); err != nil {
+		if w, err = readWork(stored, fed); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
-			return false, c.writeStatus(ctx, fed, report{fail: failure{"InvalidObject", err.Error()}})
+			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"InvalidObject", err.Error()}})
 		}
 	}
 	rec := c.records.get(key)
@@ -326,68 +336,23 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	decision, err := Plan(in)
 	if err != nil {
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
-		return false, c.writeStatus(ctx, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
+		return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
 	}
 	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
 	cur := statusOf(fed)
-	rep := report{placed: sets.New[string](), details: map[string]string{}, cur: &cur}
-	prev := map[string]typesv1b1.ClusterStatus{}
-	for _, cs := range cur.Clusters {
-		prev[cs.Name] = cs
-	}
-	ns, name := c.typ.targetName(fed)
-	// pending: a member's cache has not shown what this reconcile found
-	// or wrote there yet, so its readiness is not known.
-	pending := false
-	// everywhere: every selected member outside the mask holds the
-	// object's generation.
-	everywhere := !deleting && !decision.NamespaceNotFederated
 	for i, it := range decision.Intents {
-		r := results[i]
-		if it.Verb == Ensure && (r.status != StatusOK || r.err != nil || r.retry) {
-			everywhere = false
-		}
-		if r.retry || r.err != nil {
-			requeue = true
-		}
-		if r.err != nil {
+		if r := results[i]; r.err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, r.status, "cluster %s: %v", it.Clusters[0], r.err)
 		}
-		if !it.Report && !(it.Verb != Ensure && r.status != StatusOK) {
-			continue
-		}
-		// Placed: written, held back, or in conflict with the cluster
-		// written (only those carry a Writer).
-		placed := !deleting && (it.Verb == Ensure || it.Writer != "")
-		for _, cl := range it.Clusters {
-			cs := prev[cl]
-			cs.Name, cs.Status = cl, r.status
-			if it.Verb == Ensure && r.status == StatusOK {
-				cs.Generation = fed.GetGeneration()
-			}
-			switch {
-			case it.Status == StatusPlacementConflict:
-				rep.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
-				cs.Ready, cs.RemoteStatus = nil, nil
-			case it.Status == StatusOutsideWorkspace:
-				rep.details[cl] = "another namespace's cell or a cluster dedicated to another tenant: never written for this object"
-				cs.Ready, cs.RemoteStatus = nil, nil
-			case placed:
-				ok, behind := c.reflow(&cs, members[it.Member], ns, name, r.version)
-				if !ok {
-					requeue = true // the member's cache is still loading
-				}
-				pending = pending || behind
-			default:
-				cs.Ready, cs.RemoteStatus = nil, nil
-			}
-			if placed {
-				rep.placed.Insert(cl)
-			}
-			rep.clusters = append(rep.clusters, cs)
-		}
 	}
+	var seen map[string]observation
+	if !deleting {
+		seen = c.observe(fed, decision.Intents, members)
+	}
+	out := clusterStatuses(cur, fed.GetGeneration(), deleting, decision.NamespaceNotFederated, decision.Intents, results, seen)
+	rep, pending, everywhere := out.report, out.pending, out.everywhere
+	requeue = requeue || out.requeue
 	if everywhere && !requeue {
 		// Observed here, once the members are written (the record and
 		// status writes that follow are not part of it).
@@ -401,7 +366,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			return true, err
 		}
 		planeWrites.WithLabelValues(c.typ.Name, WriteFinalizerRemove).Inc()
-		if _, err := c.setFinalizer(ctx, fed, false); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.setFinalizer(ctx, stored, false); err != nil && !apierrors.IsNotFound(err) {
 			return true, fmt.Errorf("removing finalizer: %w", err)
 		}
 		c.records.forget(key)
@@ -424,43 +389,44 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if decision.NamespaceNotFederated {
 		rep.fail = failure{"NamespaceNotFederated", fmt.Sprintf("namespace %s is not federated to some placed clusters: create a FederatedNamespace %s/%s placing it there (cells of the namespace need none)", fed.GetNamespace(), fed.GetNamespace(), fed.GetNamespace())}
 	}
-	return requeue, c.writeStatus(ctx, fed, rep)
+	return requeue, c.writeStatus(ctx, stored, fed, rep)
 }
 
-// reflow puts the member object's status and readiness in cs, from the
-// member's cache: driven by the member's watch events, which requeue the
-// object. written is the member object's version this reconcile wrote
-// (or found right); a cache that has not caught up with it says nothing
-// about the new object yet, so readiness waits for the watch event. A
-// member that is not ready keeps the last known values. ok is false when
-// the member is ready but its cache is still loading: the object is
-// tried again shortly, as nothing else would requeue a held back one.
-//
-// behind is true when the member's cache does not show the version
-// written yet (or not the object at all): its watch event is on the way.
-func (c *Controller) reflow(cs *typesv1b1.ClusterStatus, m *clusters.Member, ns, name, written string) (ok, behind bool) {
-	if m == nil || !m.Ready() {
-		return true, false
-	}
-	obj, err := m.Get(c.typ.Target, ns, name)
-	if err != nil {
-		return false, false
-	}
-	ready := false
-	cs.Ready, cs.RemoteStatus = &ready, nil
-	if obj == nil {
-		return true, written != ""
-	}
-	if st, ok := obj.Object["status"]; ok {
-		if raw, err := json.Marshal(st); err == nil {
-			cs.RemoteStatus = &runtime.RawExtension{Raw: raw}
+// observe reads, once per member, what the member's cache shows of the
+// object where a status row needs it (the placed clusters'): the input of
+// clusterStatuses.
+func (c *Controller) observe(fed *unstructured.Unstructured, intents []Intent, members map[string]*clusters.Member) map[string]observation {
+	ns, name := c.typ.targetName(fed)
+	seen := map[string]observation{}
+	for _, it := range intents {
+		if it.Member == "" || (it.Verb != Ensure && it.Writer == "") || it.Status == StatusPlacementConflict || it.Status == StatusOutsideWorkspace {
+			continue
+		}
+		if _, ok := seen[it.Member]; ok {
+			continue
+		}
+		m := members[it.Member]
+		if m == nil || !m.Ready() {
+			seen[it.Member] = observation{state: observedNothing}
+			continue
+		}
+		obj, err := m.Get(c.typ.Target, ns, name)
+		switch {
+		case err != nil:
+			seen[it.Member] = observation{state: observedLoading}
+		case obj == nil:
+			seen[it.Member] = observation{state: observedAbsent}
+		default:
+			o := observation{state: observedPresent, version: objectVersion(obj), ready: c.policy.Ready == nil || c.policy.Ready(obj)}
+			if st, ok := obj.Object["status"]; ok {
+				if raw, err := json.Marshal(st); err == nil {
+					o.remoteStatus = &runtime.RawExtension{Raw: raw}
+				}
+			}
+			seen[it.Member] = o
 		}
 	}
-	if written != "" && objectVersion(obj) != written {
-		return true, true
-	}
-	ready = c.policy.Ready == nil || c.policy.Ready(obj)
-	return true, false
+	return seen
 }
 
 // work is what a federated object asks for, decoded once per reconcile.
@@ -474,7 +440,9 @@ type work struct {
 	mask sets.Set[string]
 }
 
-func readWork(fed *unstructured.Unstructured) (work, error) {
+// readWork decodes the spec from KubeFed's view fed, and the placement
+// mask, which v1beta1 cannot express, from the stored object.
+func readWork(stored, fed *unstructured.Unstructured) (work, error) {
 	var w work
 	var err error
 	if w.spec, w.template, err = decodeSpec(fed); err != nil {
@@ -487,7 +455,7 @@ func readWork(fed *unstructured.Unstructured) (work, error) {
 		return w, err
 	}
 	w.retainReplicas = w.spec.RetainReplicas != nil && *w.spec.RetainReplicas
-	if mask, ok := placement.MaskClusters(fed.Object); ok {
+	if mask, ok := placement.MaskClusters(stored.Object); ok {
 		w.mask = sets.New(mask...)
 	}
 	return w, nil
@@ -630,13 +598,6 @@ func nextRecord(rec *propagated, w work, in Input, intents []Intent, results []r
 		}
 	}
 	return next
-}
-
-func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
-	if c.typ.Namespaced {
-		return c.env.Plane.Resource(c.typ.Federated).Namespace(namespace)
-	}
-	return c.env.Plane.Resource(c.typ.Federated)
 }
 
 // targetName is the member object's namespace and name.

@@ -22,6 +22,7 @@ var (
 		Target:        schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
 		TargetKind:    "Deployment",
 		Federated:     schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federateddeployments"},
+		Stored:        schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federateddeployments"},
 		FederatedKind: "FederatedDeployment",
 		Namespaced:    true,
 	}
@@ -30,6 +31,7 @@ var (
 		Target:        schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 		TargetKind:    "ClusterRole",
 		Federated:     schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedclusterroles"},
+		Stored:        schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedclusterroles"},
 		FederatedKind: "FederatedClusterRole",
 		Namespaced:    false,
 	}
@@ -38,6 +40,7 @@ var (
 		Target:        schema.GroupVersionResource{Version: "v1", Resource: "namespaces"},
 		TargetKind:    "Namespace",
 		Federated:     schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatednamespaces"},
+		Stored:        schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatednamespaces"},
 		FederatedKind: "FederatedNamespace",
 		Namespaced:    true,
 	}
@@ -897,12 +900,13 @@ func TestTypeFor(t *testing.T) {
 			ok:   true,
 		},
 		{
-			name: "federated version is always v1beta1",
+			name: "federated version is always v1beta1, stored v1beta2",
 			obj: ftc("configmaps", map[string]any{"propagation": "Enabled",
 				"targetType":    res("", "v1", "ConfigMap", "configmaps", "Namespaced"),
 				"federatedType": res("types.kubefed.io", "v1alpha1", "FederatedConfigMap", "federatedconfigmaps", "Namespaced")}),
 			want: &Type{Name: "configmaps", Target: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, TargetKind: "ConfigMap",
 				Federated:     schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
+				Stored:        schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"},
 				FederatedKind: "FederatedConfigMap", Namespaced: true},
 			ok: true,
 		},

@@ -86,20 +86,26 @@ func registerMetrics() {
 	})
 }
 
-// since keeps (a nil since keeps nothing), per object key, the first moment of something not yet
-// done: a generation observed and not yet everywhere, or a member event
-// not yet in the status.
+// since keeps (a nil since keeps nothing), per object, the first moment
+// of something not yet done: a generation observed and not yet
+// everywhere, or a member event not yet in the status. It keeps it in the
+// object's state, in the mark pick chooses.
 type since struct {
-	mu sync.Mutex
-	m  map[string]mark
+	objs *objects
+	pick func(*state) *mark
 }
 
+// mark is a moment and the generation it is about; the zero mark is no
+// mark.
 type mark struct {
 	generation int64
 	at         time.Time
 }
 
-func newSince() *since { return &since{m: map[string]mark{}} }
+func propagatingMark(s *state) *mark { return &s.propagating }
+func reflowingMark(s *state) *mark   { return &s.reflowing }
+
+func newSince(objs *objects, pick func(*state) *mark) *since { return &since{objs: objs, pick: pick} }
 
 // start records now for key, unless key is already waiting for the same
 // generation (an older wait for another generation is replaced: the
@@ -108,37 +114,35 @@ func (s *since) start(key string, generation int64, now time.Time) {
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.m[key]; ok && cur.generation == generation {
-		return
-	}
-	s.m[key] = mark{generation: generation, at: now}
+	s.objs.update(key, func(st *state) {
+		if m := s.pick(st); m.at.IsZero() || m.generation != generation {
+			*m = mark{generation: generation, at: now}
+		}
+	})
 }
 
 // finish removes key's wait and returns how long it lasted, ok when it
 // was waiting for generation (any generation when generation is -1).
-func (s *since) finish(key string, generation int64, now time.Time) (time.Duration, bool) {
+func (s *since) finish(key string, generation int64, now time.Time) (d time.Duration, ok bool) {
 	if s == nil {
 		return 0, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.m[key]
-	if !ok || (generation >= 0 && cur.generation != generation) {
-		return 0, false
-	}
-	delete(s.m, key)
-	return now.Sub(cur.at), true
+	s.objs.update(key, func(st *state) {
+		m := s.pick(st)
+		if m.at.IsZero() || (generation >= 0 && m.generation != generation) {
+			return
+		}
+		d, ok = now.Sub(m.at), true
+		*m = mark{}
+	})
+	return d, ok
 }
 
 func (s *since) forget(key string) {
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
-	delete(s.m, key)
-	s.mu.Unlock()
+	s.objs.update(key, func(st *state) { *s.pick(st) = mark{} })
 }
 
 // instrumented is a member's resource client that times each request and

@@ -13,7 +13,7 @@ import (
 
 func TestSince(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newSince()
+	s := newSince(newObjects(), propagatingMark)
 	s.start("ns/a", 1, t0)
 	s.start("ns/a", 1, t0.Add(time.Second)) // the same generation again: the first stays
 	if d, ok := s.finish("ns/a", 2, t0.Add(2*time.Second)); ok {
@@ -36,8 +36,8 @@ func TestSince(t *testing.T) {
 	}
 	s.start("ns/d", 1, t0)
 	s.forget("ns/d")
-	if len(s.m) != 0 {
-		t.Errorf("waits left: %v", s.m)
+	if n := s.objs.len(); n != 0 {
+		t.Errorf("waits left for %d objects", n)
 	}
 }
 

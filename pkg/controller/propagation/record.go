@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,16 +64,16 @@ type versionStore struct {
 	// typeName labels the plane writes.
 	typeName string
 
-	mu      sync.Mutex
-	records map[string]*propagated
+	// objs holds each object's record, in its state.
+	objs *objects
 }
 
-func newVersionStore(plane dynamic.Interface, t *Type) *versionStore {
+func newVersionStore(plane dynamic.Interface, t *Type, objs *objects) *versionStore {
 	gvr := kubefed.ClusterPropagatedVersionsResource
 	if t.Namespaced {
 		gvr = kubefed.PropagatedVersionsResource
 	}
-	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, records: map[string]*propagated{}}
+	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, objs: objs}
 }
 
 // load reads every record of the type once, at start.
@@ -83,8 +82,6 @@ func (s *versionStore) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", s.gvr.Resource, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for i := range list.Items {
 		pv := &list.Items[i]
 		name, ok := strings.CutPrefix(pv.GetName(), s.prefix)
@@ -95,7 +92,8 @@ func (s *versionStore) load(ctx context.Context) error {
 		if ns := pv.GetNamespace(); ns != "" {
 			key = ns + "/" + name
 		}
-		s.records[key] = decodeRecord(pv)
+		r := decodeRecord(pv)
+		s.objs.update(key, func(st *state) { st.record = r })
 	}
 	return nil
 }
@@ -118,22 +116,22 @@ func decodeRecord(pv *unstructured.Unstructured) *propagated {
 }
 
 // get returns a copy of the record of key (empty when there is none).
-func (s *versionStore) get(key string) *propagated {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.records[key]
-	if r == nil {
+func (s *versionStore) get(key string) (out *propagated) {
+	s.objs.read(key, func(st *state) {
+		if r := st.record; r != nil {
+			c := *r
+			c.clusters = maps.Clone(r.clusters)
+			out = &c
+		}
+	})
+	if out == nil {
 		return newRecord("", "")
 	}
-	c := *r
-	c.clusters = maps.Clone(r.clusters)
-	return &c
+	return out
 }
 
 func (s *versionStore) forget(key string) {
-	s.mu.Lock()
-	delete(s.records, key)
-	s.mu.Unlock()
+	s.objs.update(key, func(st *state) { st.record = nil })
 }
 
 func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
@@ -203,21 +201,18 @@ func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.U
 	stored := *next
 	stored.clusters = maps.Clone(next.clusters)
 	stored.exists, stored.resourceVersion = true, updated.GetResourceVersion()
-	s.mu.Lock()
-	s.records[key] = &stored
-	s.mu.Unlock()
+	s.objs.update(key, func(st *state) { st.record = &stored })
 	return nil
 }
 
 func (s *versionStore) reload(ctx context.Context, key string, c dynamic.ResourceInterface, name string) {
 	pv, err := c.Get(ctx, name, metav1.GetOptions{})
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
 	case apierrors.IsNotFound(err):
-		delete(s.records, key)
+		s.forget(key)
 	case err == nil:
-		s.records[key] = decodeRecord(pv)
+		r := decodeRecord(pv)
+		s.objs.update(key, func(st *state) { st.record = r })
 	}
 }
 

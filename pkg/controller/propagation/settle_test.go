@@ -13,7 +13,7 @@ import (
 
 func TestSettler(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newSettler(time.Second)
+	s := newSettler(newObjects(), time.Second)
 	s.now = func() time.Time { return now }
 	if got := s.hold("a"); got != time.Second {
 		t.Fatalf("first hold = %v, want the whole second", got)
@@ -33,15 +33,15 @@ func TestSettler(t *testing.T) {
 	if got := s.hold("a"); got != time.Second {
 		t.Errorf("hold after done = %v, want a new second", got)
 	}
-	if len(s.since) != 2 {
-		t.Errorf("holds kept = %v, want a and b", s.since)
+	if n := s.objs.len(); n != 2 {
+		t.Errorf("holds kept for %d objects, want a and b", n)
 	}
 	var none *settler
 	if got := none.hold("a"); got != 0 {
 		t.Errorf("nil settler holds %v", got)
 	}
 	none.done("a")
-	if newSettler(0) != nil {
+	if newSettler(newObjects(), 0) != nil {
 		t.Error("--status-interval=0 must not hold")
 	}
 }
@@ -94,7 +94,7 @@ func TestStatusOnly(t *testing.T) {
 }
 
 func TestLastWrites(t *testing.T) {
-	l := newLastWrites()
+	l := newLastWrites(newObjects())
 	st := typesv1b1.Status{ObservedGeneration: 2, Propagated: "1/1"}
 	l.set("ns/a", "5", st)
 	l.seen("ns/a", "5") // the cache still at the version written over
@@ -107,8 +107,8 @@ func TestLastWrites(t *testing.T) {
 	}
 	l.set("ns/b", "7", st)
 	l.seen("ns/b", "") // the object is gone
-	if len(l.m) != 0 {
-		t.Errorf("writes kept: %v", l.m)
+	if n := l.objs.len(); n != 0 {
+		t.Errorf("writes kept for %d objects", n)
 	}
 	var none *lastWrites
 	none.set("x", "1", st)

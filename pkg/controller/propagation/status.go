@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -46,16 +46,68 @@ type report struct {
 
 // writeStatus sets status.clusters, the Propagation and Ready conditions,
 // the propagated and ready counts and observedGeneration, and writes them
-// only when they changed.
-func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstructured, rep report) error {
-	clusters, details, fail := rep.clusters, rep.details, rep.fail
-	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
+// only when they changed. The status is computed in KubeFed's terms from
+// fed, the view, and written to stored, the object as the plane stores it.
+func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.Unstructured, rep report) error {
 	var cur typesv1b1.Status
 	if rep.cur != nil {
 		cur = *rep.cur
 	} else {
 		cur = statusOf(fed)
 	}
+	next := nextStatus(cur, fed.GetGeneration(), rep, c.policy.Ready != nil, metav1.Now())
+	key := c.statusWrites.key(fed)
+	if sameStatus(cur, next) {
+		c.reflowing.forget(key) // nothing a member reported changes it
+		return nil
+	}
+	if last, ok := c.written.get(key); ok && last.over == fed.GetResourceVersion() {
+		// The cache still shows the object our last status write
+		// replaced: a write now would conflict. Nothing to do when it
+		// wrote this status already; otherwise look again shortly (the
+		// write's own watch event requeues nothing: it changes only the
+		// status).
+		if sameStatus(last.status, next) {
+			c.reflowing.forget(key)
+			return nil
+		}
+		c.queue.AddAfter(key, staleCacheRetry)
+		return nil
+	}
+	if wait := c.statusWrites.wait(fed); wait > 0 {
+		// Written a moment ago: write again once the interval is over,
+		// with whatever the object's status is then.
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
+	if err != nil {
+		return err
+	}
+	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
+	if err := c.updateStatus(ctx, stored, content); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing status: %w", err)
+	}
+	c.statusWrites.wrote(fed)
+	c.written.set(key, fed.GetResourceVersion(), next)
+	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
+		reflowDelay.WithLabelValues(c.typ.Name).Observe(d.Seconds())
+	}
+	return nil
+}
+
+// nextStatus is the status a reconcile's report asks for: status.clusters
+// in name order (KubeFed's OK said as no status), the Propagation and
+// Ready conditions (times kept from cur while they hold), the released,
+// propagated and (for types with readiness) ready counts over the placed
+// clusters, observedGeneration, and cur's other conditions after ours. A
+// pure function of its arguments, so every rule is a table test.
+func nextStatus(cur typesv1b1.Status, generation int64, rep report, readiness bool, now metav1.Time) typesv1b1.Status {
+	clusters, details, fail := slices.Clone(rep.clusters), rep.details, rep.fail
+	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
 	cond := typesv1b1.Condition{Type: PropagationCondition, Status: "True"}
 	var bad, held, notReady []string
 	placed, released, propagated, ready := 0, 0, 0, 0
@@ -78,7 +130,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		if cs.Status != StatusHeldBack {
 			released++
 		}
-		if cs.Status == StatusOK && cs.Generation == fed.GetGeneration() {
+		if cs.Status == StatusOK && cs.Generation == generation {
 			propagated++
 		}
 		if cs.Ready != nil && *cs.Ready {
@@ -108,7 +160,7 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		readyCond.Status, readyCond.Reason = "False", "NotReady"
 		readyCond.Message = fmt.Sprintf("%d of %d placed clusters not ready: %s", len(notReady), placed, strings.Join(notReady, ", "))
 	}
-	conds := []typesv1b1.Condition{stamp(cond, cur.Conditions), stamp(readyCond, cur.Conditions)}
+	conds := []typesv1b1.Condition{stamp(cond, cur.Conditions, now), stamp(readyCond, cur.Conditions, now)}
 	// KubeFed reports a cluster that is OK with no status (its
 	// ClusterPropagationOK is ""); v1beta2 readers see "OK".
 	reported := make([]typesv1b1.ClusterStatus, len(clusters))
@@ -119,10 +171,10 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 		}
 	}
 	next := typesv1b1.Status{
-		ObservedGeneration: fed.GetGeneration(), Conditions: conds, Clusters: reported,
+		ObservedGeneration: generation, Conditions: conds, Clusters: reported,
 		Released: fmt.Sprintf("%d/%d", released, placed), Propagated: fmt.Sprintf("%d/%d", propagated, placed),
 	}
-	if c.policy.Ready != nil {
+	if readiness {
 		next.Ready = fmt.Sprintf("%d/%d", ready, placed)
 	}
 	for _, old := range cur.Conditions {
@@ -130,65 +182,22 @@ func (c *Controller) writeStatus(ctx context.Context, fed *unstructured.Unstruct
 			next.Conditions = append(next.Conditions, old)
 		}
 	}
-	key := c.statusWrites.key(fed)
-	if sameStatus(cur, next) {
-		c.reflowing.forget(key) // nothing a member reported changes it
-		return nil
-	}
-	if last, ok := c.written.get(key); ok && last.over == fed.GetResourceVersion() {
-		// The cache still shows the object our last status write
-		// replaced: a write now would conflict. Nothing to do when it
-		// wrote this status already; otherwise look again shortly (the
-		// write's own watch event requeues nothing: it changes only the
-		// status).
-		if sameStatus(last.status, next) {
-			c.reflowing.forget(key)
-			return nil
-		}
-		c.queue.AddAfter(key, staleCacheRetry)
-		return nil
-	}
-	if wait := c.statusWrites.wait(fed); wait > 0 {
-		// Written a moment ago: write again once the interval is over,
-		// with whatever the object's status is then.
-		c.queue.AddAfter(key, wait)
-		return nil
-	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
-	if err != nil {
-		return err
-	}
-	obj := fed.DeepCopy()
-	obj.Object["status"] = content
-	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	if err := c.updateStatus(ctx, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("writing status: %w", err)
-	}
-	c.statusWrites.wrote(fed)
-	c.written.set(key, fed.GetResourceVersion(), next)
-	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
-		reflowDelay.WithLabelValues(c.typ.Name).Observe(d.Seconds())
-	}
-	return nil
+	return next
 }
 
-// writeLimiter spaces the status writes of each object by an interval.
-// A nil limiter never waits.
+// writeLimiter spaces the status writes of each object by an interval,
+// keeping the last write's time in the object's state. A nil limiter
+// never waits.
 type writeLimiter struct {
 	interval time.Duration
-	mu       sync.Mutex
-	last     map[string]time.Time
-	pruned   time.Time
+	objs     *objects
 }
 
-func newWriteLimiter(interval time.Duration) *writeLimiter {
+func newWriteLimiter(objs *objects, interval time.Duration) *writeLimiter {
 	if interval <= 0 {
 		return nil
 	}
-	return &writeLimiter{interval: interval, last: map[string]time.Time{}}
+	return &writeLimiter{interval: interval, objs: objs}
 }
 
 func (l *writeLimiter) key(fed *unstructured.Unstructured) string {
@@ -199,37 +208,26 @@ func (l *writeLimiter) key(fed *unstructured.Unstructured) string {
 }
 
 // wait is how long the object's next status write has to wait.
-func (l *writeLimiter) wait(fed *unstructured.Unstructured) time.Duration {
+func (l *writeLimiter) wait(fed *unstructured.Unstructured) (wait time.Duration) {
 	if l == nil {
 		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	last, ok := l.last[l.key(fed)]
-	if !ok {
-		return 0
-	}
-	return max(0, l.interval-time.Since(last))
+	l.objs.update(l.key(fed), func(st *state) {
+		if st.statusAt.IsZero() {
+			return
+		}
+		if wait = l.interval - time.Since(st.statusAt); wait <= 0 {
+			wait, st.statusAt = 0, time.Time{} // long ago: nothing to keep
+		}
+	})
+	return wait
 }
 
 func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	l.last[l.key(fed)] = now
-	// Forget objects written long ago, so the map follows the objects
-	// being written, not every object ever written.
-	if len(l.last) > 1024 && now.Sub(l.pruned) > l.interval {
-		l.pruned = now
-		for k, t := range l.last {
-			if now.Sub(t) > l.interval {
-				delete(l.last, k)
-			}
-		}
-	}
+	l.objs.update(l.key(fed), func(st *state) { st.statusAt = time.Now() })
 }
 
 // staleCacheRetry is how soon a status write waiting for the cache to show
@@ -242,8 +240,7 @@ const staleCacheRetry = 100 * time.Millisecond
 // status again, or a different one bound to conflict. A nil lastWrites
 // remembers nothing.
 type lastWrites struct {
-	mu sync.Mutex
-	m  map[string]lastWrite
+	objs *objects
 }
 
 type lastWrite struct {
@@ -251,24 +248,24 @@ type lastWrite struct {
 	status typesv1b1.Status
 }
 
-func newLastWrites() *lastWrites { return &lastWrites{m: map[string]lastWrite{}} }
+func newLastWrites(objs *objects) *lastWrites { return &lastWrites{objs: objs} }
 
 func (l *lastWrites) set(key, over string, st typesv1b1.Status) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	l.m[key] = lastWrite{over: over, status: st}
-	l.mu.Unlock()
+	l.objs.update(key, func(s *state) { s.written = &lastWrite{over: over, status: st} })
 }
 
-func (l *lastWrites) get(key string) (lastWrite, bool) {
+func (l *lastWrites) get(key string) (w lastWrite, ok bool) {
 	if l == nil {
 		return lastWrite{}, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.m[key]
+	l.objs.read(key, func(s *state) {
+		if s.written != nil {
+			w, ok = *s.written, true
+		}
+	})
 	return w, ok
 }
 
@@ -278,11 +275,11 @@ func (l *lastWrites) seen(key, rv string) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	if w, ok := l.m[key]; ok && w.over != rv {
-		delete(l.m, key)
-	}
-	l.mu.Unlock()
+	l.objs.update(key, func(s *state) {
+		if s.written != nil && s.written.over != rv {
+			s.written = nil
+		}
+	})
 }
 
 // settler holds back the status write of an object while a member it was
@@ -293,34 +290,33 @@ func (l *lastWrites) seen(key, rv string) {
 // max from its first hold, so a watch that never delivers delays its
 // status by max and no more. A nil settler never holds.
 type settler struct {
-	max   time.Duration
-	now   func() time.Time
-	mu    sync.Mutex
-	since map[string]time.Time
+	max  time.Duration
+	now  func() time.Time
+	objs *objects
 }
 
-func newSettler(max time.Duration) *settler {
+func newSettler(objs *objects, max time.Duration) *settler {
 	if max <= 0 {
 		return nil
 	}
-	return &settler{max: max, now: time.Now, since: map[string]time.Time{}}
+	return &settler{max: max, now: time.Now, objs: objs}
 }
 
 // hold returns how much longer key's status write may wait, 0 when it is
 // to be written now.
-func (s *settler) hold(key string) time.Duration {
+func (s *settler) hold(key string) (wait time.Duration) {
 	if s == nil {
 		return 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
-	first, ok := s.since[key]
-	if !ok {
-		s.since[key] = now
-		return s.max
-	}
-	return max(0, s.max-now.Sub(first))
+	s.objs.update(key, func(st *state) {
+		if st.settleSince.IsZero() {
+			st.settleSince, wait = now, s.max
+			return
+		}
+		wait = max(0, s.max-now.Sub(st.settleSince))
+	})
+	return wait
 }
 
 // done forgets key's hold: its status is written (or needs no write).
@@ -328,16 +324,13 @@ func (s *settler) done(key string) {
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
-	delete(s.since, key)
-	s.mu.Unlock()
+	s.objs.update(key, func(st *state) { st.settleSince = time.Time{} })
 }
 
 // stamp sets cond's times from the condition of its type in old: the
 // transition time moves only when the status changes, the update time
 // only when anything does.
-func stamp(cond typesv1b1.Condition, old []typesv1b1.Condition) typesv1b1.Condition {
-	now := metav1.Now()
+func stamp(cond typesv1b1.Condition, old []typesv1b1.Condition, now metav1.Time) typesv1b1.Condition {
 	cond.LastUpdateTime, cond.LastTransitionTime = now, now
 	for _, o := range old {
 		if o.Type != cond.Type || o.Status != cond.Status {

@@ -3,6 +3,7 @@ package propagation
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -219,22 +220,31 @@ func TestWriteStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fed := fedWithStatus(t, tc.cur)
+			// The plane stores v1beta2; the controller decides from its
+			// v1beta1 view.
+			stored := fedWithStatus(t, tc.cur)
+			if err := conversion.Convert(stored.Object, "types.kubefed.io/v1beta2"); err != nil {
+				t.Fatal(err)
+			}
 			var plane *dynamicfake.FakeDynamicClient
 			if tc.absent {
 				plane = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-					map[schema.GroupVersionResource]string{deploymentType.Federated: "FederatedDeploymentList"})
+					map[schema.GroupVersionResource]string{deploymentType.Stored: "FederatedDeploymentList"})
 			} else {
-				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), fed.DeepCopy())
+				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), stored.DeepCopy())
 			}
 			plane.ClearActions()
 			c := &Controller{typ: deploymentType, env: Env{Plane: plane}}
+			fed, err := c.view(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
 			before := time.Now().Add(-time.Second)
 			var fail failure
 			if tc.failure != "" {
 				fail = failure{"InvalidObject", tc.failure}
 			}
-			err := c.writeStatus(context.Background(), fed, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail})
+			err = c.writeStatus(context.Background(), stored, fed, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail})
 			if err != nil {
 				t.Fatalf("writeStatus: %v", err)
 			}
@@ -313,11 +323,119 @@ func TestWriteStatus(t *testing.T) {
 			}
 			// Writing the written status again is a no-op.
 			plane.ClearActions()
-			if err := c.writeStatus(context.Background(), obj, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail}); err != nil {
+			written := updates[0].GetObject().(*unstructured.Unstructured)
+			if err := c.writeStatus(context.Background(), written, obj, report{clusters: tc.clusters, placed: sets.New(tc.placed...), fail: fail}); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(plane.Actions()); n != 0 {
 				t.Errorf("rewriting the status just written made %d requests", n)
+			}
+		})
+	}
+}
+
+// TestNextStatus: the status rules as a pure function, one row each.
+func TestNextStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := metav1.NewTime(t0.Add(time.Hour))
+	ok := func(name string, gen int64, ready *bool) typesv1b1.ClusterStatus {
+		return typesv1b1.ClusterStatus{Name: name, Status: StatusOK, Generation: gen, Ready: ready}
+	}
+	type want struct {
+		cond, ready                  typesv1b1.Condition // times: t0 when kept, now otherwise
+		clusters                     []string            // name:status as written, in order
+		released, propagated, readyN string
+	}
+	tests := []struct {
+		name      string
+		cur       typesv1b1.Status
+		rep       report
+		readiness bool
+		want      want
+	}{
+		{
+			name:      "all propagated and ready: counts over the placed clusters, OK said as no status",
+			rep:       report{clusters: []typesv1b1.ClusterStatus{ok("b", 2, ptr.To(true)), ok("a", 2, ptr.To(true))}, placed: sets.New("a", "b")},
+			readiness: true,
+			want: want{cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True", LastTransitionTime: now},
+				ready:    typesv1b1.Condition{Type: ReadyCondition, Status: "True", LastTransitionTime: now},
+				clusters: []string{"a:", "b:"}, released: "2/2", propagated: "2/2", readyN: "2/2"},
+		},
+		{
+			name: "an older generation counts as released, not propagated; no readiness, no ready count",
+			rep:  report{clusters: []typesv1b1.ClusterStatus{ok("a", 1, nil), ok("b", 2, nil)}, placed: sets.New("a", "b")},
+			want: want{cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True", LastTransitionTime: now},
+				ready: typesv1b1.Condition{Type: ReadyCondition, Status: "False", Reason: "NotReady",
+					Message: "2 of 2 placed clusters not ready: a, b", LastTransitionTime: now},
+				clusters: []string{"a:", "b:"}, released: "2/2", propagated: "1/2"},
+		},
+		{
+			name: "a failed cluster, with its detail",
+			rep: report{clusters: []typesv1b1.ClusterStatus{ok("a", 2, nil), {Name: "b", Status: StatusCreationFailed}},
+				placed: sets.New("a", "b"), details: map[string]string{"b": "quota"}},
+			want: want{cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "CheckClusters",
+				Message: "1 of 2 clusters not propagated: b: CreationFailed (quota)", LastTransitionTime: now},
+				ready: typesv1b1.Condition{Type: ReadyCondition, Status: "False", Reason: "NotReady",
+					Message: "2 of 2 placed clusters not ready: a, b", LastTransitionTime: now},
+				clusters: []string{"a:", "b:CreationFailed"}, released: "2/2", propagated: "1/2"},
+		},
+		{
+			name: "an unplaced cluster being removed is listed but not counted",
+			rep: report{clusters: []typesv1b1.ClusterStatus{ok("a", 2, ptr.To(true)), {Name: "z", Status: StatusWaitingForRemoval}},
+				placed: sets.New("a")},
+			want: want{cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "CheckClusters",
+				Message: "1 of 2 clusters not propagated: z: WaitingForRemoval", LastTransitionTime: now},
+				ready:    typesv1b1.Condition{Type: ReadyCondition, Status: "True", LastTransitionTime: now},
+				clusters: []string{"a:", "z:WaitingForRemoval"}, released: "1/1", propagated: "1/1"},
+		},
+		{
+			name: "the object's own failure: Ready is Unknown",
+			rep:  report{fail: failure{"InvalidObject", "spec: bad"}, placed: sets.New[string]()},
+			want: want{cond: typesv1b1.Condition{Type: PropagationCondition, Status: "False", Reason: "InvalidObject", Message: "spec: bad", LastTransitionTime: now},
+				ready: typesv1b1.Condition{Type: ReadyCondition, Status: "Unknown", Reason: "InvalidObject",
+					Message: "the object is not propagated as asked", LastTransitionTime: now},
+				clusters: []string{}, released: "0/0", propagated: "0/0"},
+		},
+		{
+			name: "unchanged conditions keep both times",
+			cur: typesv1b1.Status{Conditions: []typesv1b1.Condition{
+				{Type: PropagationCondition, Status: "True", LastUpdateTime: t0, LastTransitionTime: t0},
+				{Type: ReadyCondition, Status: "True", LastUpdateTime: t0, LastTransitionTime: t0}}},
+			rep: report{clusters: []typesv1b1.ClusterStatus{ok("a", 2, ptr.To(true))}, placed: sets.New("a")},
+			want: want{cond: typesv1b1.Condition{Type: PropagationCondition, Status: "True", LastTransitionTime: t0},
+				ready:    typesv1b1.Condition{Type: ReadyCondition, Status: "True", LastTransitionTime: t0},
+				clusters: []string{"a:"}, released: "1/1", propagated: "1/1"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.rep.clusters)
+			got := nextStatus(tc.cur, 2, tc.rep, tc.readiness, now)
+			if !reflect.DeepEqual(tc.rep.clusters, in) {
+				t.Errorf("nextStatus changed the report's clusters")
+			}
+			if got.ObservedGeneration != 2 {
+				t.Errorf("observedGeneration = %d, want 2", got.ObservedGeneration)
+			}
+			clusters := []string{}
+			for _, cs := range got.Clusters {
+				clusters = append(clusters, cs.Name+":"+cs.Status)
+			}
+			if !reflect.DeepEqual(clusters, tc.want.clusters) {
+				t.Errorf("clusters = %v, want %v", clusters, tc.want.clusters)
+			}
+			if got.Released != tc.want.released || got.Propagated != tc.want.propagated || got.Ready != tc.want.readyN {
+				t.Errorf("released/propagated/ready = %q %q %q, want %q %q %q", got.Released, got.Propagated, got.Ready,
+					tc.want.released, tc.want.propagated, tc.want.readyN)
+			}
+			if len(got.Conditions) != 2 {
+				t.Fatalf("conditions = %+v", got.Conditions)
+			}
+			for i, w := range []typesv1b1.Condition{tc.want.cond, tc.want.ready} {
+				c := got.Conditions[i]
+				if c.Type != w.Type || c.Status != w.Status || c.Reason != w.Reason || c.Message != w.Message || !c.LastTransitionTime.Equal(&w.LastTransitionTime) {
+					t.Errorf("condition %d = %+v\nwant %+v", i, c, w)
+				}
 			}
 		})
 	}

@@ -3,121 +3,87 @@ package propagation
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 
-	fedtypes "github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/conversion"
 )
 
-// The controller reads federated objects in v1beta1, KubeFed's version,
-// but the plane stores them in v1beta2: a v1beta1 write costs the plane
-// about 8 conversion webhook calls (the request, the stored object, and
-// the managedFields of each version), a v1beta2 write none or one. So
-// the controller writes in v1beta2 — the status converted in-process with
-// the webhook's own functions, finalizers as a metadata patch — whenever
-// the plane serves v1beta2 for the type (every types.kubefed.io type of a
-// cellfed plane; a KubeFed-shaped CRD elsewhere falls back to v1beta1
-// for good on the first 404).
+// The controller reads and writes federated objects in the version the
+// plane stores, v1beta2 (Type.Stored): no request of the controller costs
+// the plane a conversion webhook call (a v1beta1 write costs about 8: the
+// request, the stored object, and the managedFields of each version; a
+// v1beta1 watch one per event). Where the controller thinks in KubeFed's
+// terms (cluster names, v1beta1 placement and overrides, the records'
+// hashes and owner references) it reads the object's v1beta1 view,
+// computed in-process by the webhook's own pure functions
+// (conversion.V1beta1View), and the placement mask straight from
+// spec.placementMask.
 
-// storageVersion says whether the type's writes go to v1beta2.
-func (c *Controller) storageVersion() bool {
-	return c.typ.Federated.Group == fedtypes.GroupName && !c.v1beta1Writes.Load()
+// view is KubeFed's (v1beta1) view of a stored object, sharing the parts
+// conversion leaves alone with it: read-only.
+func (c *Controller) view(stored *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	v, err := conversion.V1beta1View(stored.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: KubeFed's view: %w", c.typ.FederatedKind, stored.GetName(), err)
+	}
+	return &unstructured.Unstructured{Object: v}, nil
 }
 
-func (c *Controller) resourceV2(namespace string) dynamic.ResourceInterface {
-	gvr := c.typ.Federated
-	gvr.Version = typesv1b2.Version
+func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
 	if c.typ.Namespaced {
-		return c.env.Plane.Resource(gvr).Namespace(namespace)
+		return c.env.Plane.Resource(c.typ.Stored).Namespace(namespace)
 	}
-	return c.env.Plane.Resource(gvr)
+	return c.env.Plane.Resource(c.typ.Stored)
 }
 
-// notServed reports whether err says the version is not served at all
-// (a 404 about the resource, not about the object).
-func notServed(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
-		return false
+// updateStatus writes status (KubeFed's shape, computed from the view) as
+// the stored object's status, converted in-process.
+func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unstructured, status map[string]any) error {
+	if c.typ.Stored.Version == typesv1b2.Version {
+		conversion.StatusToV1beta2(stored.Object, status)
 	}
-	d := status.Status().Details
-	return d == nil || d.Name == ""
-}
-
-func (c *Controller) fallBack(err error) {
-	if c.v1beta1Writes.CompareAndSwap(false, true) {
-		klog.InfoS("The plane does not serve v1beta2 for this type: writing v1beta1", "type", c.typ.Name, "err", err)
-	}
-}
-
-// updateStatus writes obj's status (obj is v1beta1, a copy the caller
-// owns).
-func (c *Controller) updateStatus(ctx context.Context, obj *unstructured.Unstructured) error {
-	if c.storageVersion() {
-		v2 := obj.DeepCopy()
-		err := conversion.Convert(v2.Object, fedtypes.GroupName+"/"+typesv1b2.Version)
-		if err != nil {
-			return fmt.Errorf("converting the status to v1beta2: %w", err)
-		}
-		_, err = c.resourceV2(obj.GetNamespace()).UpdateStatus(ctx, v2, metav1.UpdateOptions{})
-		if !notServed(err) {
-			return err
-		}
-		c.fallBack(err)
-	}
-	_, err := c.resource(obj.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	// A shallow copy: the status subresource reads only metadata and
+	// status of what it is sent.
+	obj := &unstructured.Unstructured{Object: maps.Clone(stored.Object)}
+	obj.Object["status"] = status
+	_, err := c.resource(stored.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	return err
 }
 
 // setFinalizer adds (or removes) the sync finalizer with a merge patch of
 // metadata guarded by the object's resourceVersion, and returns the
-// object as the informer would show it next (v1beta1).
-func (c *Controller) setFinalizer(ctx context.Context, fed *unstructured.Unstructured, add bool) (*unstructured.Unstructured, error) {
-	fins := slices.DeleteFunc(slices.Clone(fed.GetFinalizers()), func(f string) bool { return f == Finalizer })
+// object as the informer shows it next.
+func (c *Controller) setFinalizer(ctx context.Context, stored *unstructured.Unstructured, add bool) (*unstructured.Unstructured, error) {
+	fins := slices.DeleteFunc(slices.Clone(stored.GetFinalizers()), func(f string) bool { return f == Finalizer })
 	if add {
 		fins = append(fins, Finalizer)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": fed.GetResourceVersion(), "finalizers": fins}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": stored.GetResourceVersion(), "finalizers": fins}})
 	if err != nil {
 		return nil, err
 	}
-	if c.storageVersion() {
-		patched, err := c.resourceV2(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
-		if !notServed(err) {
-			if err != nil {
-				return nil, err
-			}
-			// The rest of the reconcile reads v1beta1: the object as it
-			// was with the finalizers and resourceVersion written (only
-			// metadata changed).
-			out := fed.DeepCopy()
-			out.SetFinalizers(fins)
-			out.SetResourceVersion(patched.GetResourceVersion())
-			return out, nil
-		}
-		c.fallBack(err)
+	patched, err := c.resource(stored.GetNamespace()).Patch(ctx, stored.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, err
 	}
-	return c.resource(fed.GetNamespace()).Patch(ctx, fed.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+	patched.SetManagedFields(nil) // as the informer's transform does
+	return patched, nil
 }
 
-// finalizerPatches remembers the finalizer patches the cache has not
-// shown yet.
+// finalizerPatches remembers, in each object's state, the finalizer
+// patch the cache has not shown yet.
 type finalizerPatches struct {
-	mu sync.Mutex
-	m  map[string]finalizerPatch
+	objs *objects
 }
 
 type finalizerPatch struct {
@@ -130,31 +96,28 @@ type finalizerPatch struct {
 const finalizerPatchPatience = 10 * time.Second
 
 func (f *finalizerPatches) wrote(key, rv string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.m[key] = finalizerPatch{resourceVersion: rv, at: time.Now()}
+	f.objs.update(key, func(s *state) { s.finalizer = finalizerPatch{resourceVersion: rv, at: time.Now()} })
 }
 
 func (f *finalizerPatches) forget(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, key)
+	f.objs.update(key, func(s *state) { s.finalizer = finalizerPatch{} })
 }
 
 // pending reports whether a finalizer patch of key is newer than the
 // cached resourceVersion cachedRV (and recent).
-func (f *finalizerPatches) pending(key, cachedRV string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.m[key]
-	if !ok {
-		return false
-	}
-	if time.Since(p.at) > finalizerPatchPatience || !olderResourceVersion(cachedRV, p.resourceVersion) {
-		delete(f.m, key)
-		return false
-	}
-	return true
+func (f *finalizerPatches) pending(key, cachedRV string) (pending bool) {
+	f.objs.update(key, func(s *state) {
+		p := s.finalizer
+		if p.at.IsZero() {
+			return
+		}
+		if time.Since(p.at) > finalizerPatchPatience || !olderResourceVersion(cachedRV, p.resourceVersion) {
+			s.finalizer = finalizerPatch{}
+			return
+		}
+		pending = true
+	})
+	return pending
 }
 
 // olderResourceVersion compares two resourceVersions of one object as the

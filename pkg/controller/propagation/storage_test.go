@@ -1,42 +1,12 @@
 package propagation
 
 import (
-	"errors"
 	"testing"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestNotServed(t *testing.T) {
-	gr := schema.GroupResource{Group: "types.kubefed.io", Resource: "federateddeployments"}
-	resourceMissing := &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound,
-		Message: "the server could not find the requested resource",
-	}}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"the version is not served", resourceMissing, true},
-		{"the object is gone", apierrors.NewNotFound(gr, "web"), false},
-		{"a conflict", apierrors.NewConflict(gr, "web", errors.New("changed")), false},
-		{"no error", nil, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := notServed(tc.err); got != tc.want {
-				t.Errorf("notServed = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestFinalizerPatches(t *testing.T) {
-	f := &finalizerPatches{m: map[string]finalizerPatch{}}
+	f := &finalizerPatches{objs: newObjects()}
 	if f.pending("ns/a", "5") {
 		t.Fatal("pending without a patch")
 	}
@@ -57,7 +27,9 @@ func TestFinalizerPatches(t *testing.T) {
 	if f.pending("ns/b", "9") {
 		t.Error("a resourceVersion that is no number must not hold the reconcile back")
 	}
-	f.m["ns/c"] = finalizerPatch{resourceVersion: "20", at: time.Now().Add(-2 * finalizerPatchPatience)}
+	f.objs.update("ns/c", func(s *state) {
+		s.finalizer = finalizerPatch{resourceVersion: "20", at: time.Now().Add(-2 * finalizerPatchPatience)}
+	})
 	if f.pending("ns/c", "19") {
 		t.Error("an old patch must not hold the reconcile back forever")
 	}

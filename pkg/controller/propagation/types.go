@@ -19,7 +19,9 @@ import (
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	"github.com/cellfed/cellfed/pkg/annotationrules"
+	fedtypes "github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 )
 
 // KubeFed's names, kept so either controller can take over from the other.
@@ -36,8 +38,15 @@ type Type struct {
 	Name       string
 	Target     schema.GroupVersionResource
 	TargetKind string
-	// Federated is the federated resource in its v1beta1 version.
-	Federated     schema.GroupVersionResource
+	// Federated is the federated resource in its v1beta1 version,
+	// KubeFed's: the version of the records' owner references, events
+	// and KubeFed's view of an object.
+	Federated schema.GroupVersionResource
+	// Stored is the version the controller reads and writes: the
+	// plane's storage version, v1beta2, for types.kubefed.io types
+	// (whose v1beta1 is served through the conversion webhook);
+	// Federated for a federated type of another group.
+	Stored        schema.GroupVersionResource
 	FederatedKind string
 	Namespaced    bool
 	// PropagatingAnnotations are the FederatedTypeConfig's
@@ -89,9 +98,20 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 		Target:                 schema.GroupVersionResource{Group: tt.Group, Version: tt.Version, Resource: tt.PluralName},
 		TargetKind:             tt.Kind,
 		Federated:              schema.GroupVersionResource{Group: ft.Group, Version: typesv1b1.Version, Resource: ft.PluralName},
+		Stored:                 storedVersion(ft.Group, ft.PluralName),
 		FederatedKind:          ft.Kind,
 		Namespaced:             tt.Scope == "Namespaced" || (tt.Group == "" && tt.PluralName == "namespaces"),
 	}, true, nil
+}
+
+// storedVersion is the resource the controller reads and writes a
+// federated type in: v1beta2 for the plane's own group, which stores it
+// so, and KubeFed's v1beta1 otherwise.
+func storedVersion(group, plural string) schema.GroupVersionResource {
+	if group == fedtypes.GroupName {
+		return schema.GroupVersionResource{Group: group, Version: typesv1b2.Version, Resource: plural}
+	}
+	return schema.GroupVersionResource{Group: group, Version: typesv1b1.Version, Resource: plural}
 }
 
 // Policy is how member objects of one target type are written: the

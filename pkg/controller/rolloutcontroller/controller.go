@@ -14,8 +14,6 @@ package rolloutcontroller
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,9 +29,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
-	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
@@ -54,8 +51,22 @@ func DefaultOptions() Options {
 	return Options{Workers: 2, HistoryLimit: rollout.DefaultHistoryLimit, FederationNamespace: "kube-federation-system"}
 }
 
+// Caches are the process's shared caches the rollout controller reads:
+// what a selector placement chooses from. A nil cache offers nothing.
+type Caches struct {
+	// Cells, indexed by namespace.
+	Cells cache.SharedIndexInformer
+	// KubeFedClusters of the federation namespace.
+	KubeFedClusters cache.SharedIndexInformer
+	// Federated is the type's objects in v1beta2, run by its owner (the
+	// type's propagation controller); nil: the rollout controller
+	// caches the objects under a rollout itself.
+	Federated cache.SharedIndexInformer
+}
+
 // Controller runs the rollouts of one federated type.
 type Controller struct {
+	caches Caches
 	// resource is the federated type's v1beta2 resource.
 	resource schema.GroupVersionResource
 	plane    dynamic.Interface
@@ -63,8 +74,10 @@ type Controller struct {
 	history  rollout.History
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
-	recorder record.EventRecorder
-	now      func() time.Time
+	// ownInformer: informer is the controller's own, which it runs.
+	ownInformer bool
+	recorder    record.EventRecorder
+	now         func() time.Time
 
 	mu sync.Mutex
 	// recorded is the template hash last recorded per object UID, so an
@@ -74,10 +87,12 @@ type Controller struct {
 
 // New builds the rollout controller of the federated resource (any
 // version; v1beta2 is used). recorder (optional) gets an event for each
-// step an automatic rollout takes.
-func New(federated schema.GroupVersionResource, plane dynamic.Interface, recorder record.EventRecorder, opts Options) *Controller {
+// step an automatic rollout takes. The caches must be started by their
+// owner; they are only read once synced.
+func New(federated schema.GroupVersionResource, plane dynamic.Interface, caches Caches, recorder record.EventRecorder, opts Options) *Controller {
 	federated.Version = typesv1beta2.Version
 	c := &Controller{
+		caches:   caches,
 		resource: federated,
 		plane:    plane,
 		opts:     opts,
@@ -89,9 +104,17 @@ func New(federated schema.GroupVersionResource, plane dynamic.Interface, recorde
 		now:      time.Now,
 		recorded: map[string]string{},
 	}
-	// Only objects under a rollout are cached.
+	if caches.Federated != nil {
+		c.informer = caches.Federated
+		return c
+	}
+	// A cache of its own keeps only objects under a rollout.
+	c.ownInformer = true
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(plane, federated, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = rollout.LabelActive + "=true" }).Informer()
+	if err := c.informer.SetTransform(informers.StripManagedFields); err != nil {
+		klog.ErrorS(err, "Setting the rollout cache's transform")
+	}
 	return c
 }
 
@@ -100,18 +123,33 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", "rollout", "resource", c.resource.GroupResource().String())
 	ctx = klog.NewContext(ctx, logger)
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
+	// Only objects under a rollout, or leaving one, are its business.
+	enqueue := func(objs ...any) {
+		for _, obj := range objs {
+			if !active(obj) {
+				continue
+			}
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.queue.Add(key)
+			}
+			return
 		}
 	}
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+		AddFunc: func(o any) { enqueue(o) }, UpdateFunc: func(old, o any) { enqueue(o, old) }, DeleteFunc: func(o any) { enqueue(o) },
 	}); err != nil {
 		return err
 	}
-	go c.informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+	if c.ownInformer {
+		go c.informer.Run(ctx.Done())
+	}
+	synced := []cache.InformerSynced{c.informer.HasSynced}
+	for _, inf := range []cache.SharedIndexInformer{c.caches.Cells, c.caches.KubeFedClusters} {
+		if inf != nil {
+			synced = append(synced, inf.HasSynced)
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("rollout %s: waiting for the plane's cache: %w", c.resource.Resource, ctx.Err())
 	}
 	logger.Info("Running rollouts")
@@ -158,7 +196,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	if !exists {
+	if !exists || !active(item) {
 		c.forget()
 		return 0, nil
 	}
@@ -206,9 +244,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	var candidates []placement.Topology
 	if fed.Spec.Placement.TopologySelector != nil {
-		if candidates, err = c.candidates(ctx, obj, fed); err != nil {
-			return 0, err
-		}
+		candidates = c.candidates(obj, fed)
 	}
 	placed, err := placement.Topologies(fed.Spec.Placement, candidates)
 	if err != nil {
@@ -351,7 +387,9 @@ func (c *Controller) forget() {
 	defer c.mu.Unlock()
 	live := map[string]bool{}
 	for _, o := range c.informer.GetStore().List() {
-		live[string(o.(*unstructured.Unstructured).GetUID())] = true
+		if active(o) {
+			live[string(o.(*unstructured.Unstructured).GetUID())] = true
+		}
 	}
 	for uid := range c.recorded {
 		if !live[uid] {
@@ -360,26 +398,27 @@ func (c *Controller) forget() {
 	}
 }
 
-// candidates are what a selector placement chooses from.
-func (c *Controller) candidates(ctx context.Context, obj *unstructured.Unstructured, fed *typesv1beta2.FederatedObject) ([]placement.Topology, error) {
-	var list *unstructured.UnstructuredList
-	var err error
-	cell := placement.TopologyType(fed.Spec.Placement) == typesv1beta2.TopologyCell
-	if cell {
-		list, err = c.plane.Resource(cellv1alpha1.CellsResource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
-	} else {
-		list, err = c.plane.Resource(kubefed.KubeFedClustersResource).Namespace(c.opts.FederationNamespace).List(ctx, metav1.ListOptions{})
+// active reports whether obj (or the object of a tombstone) is under a
+// rollout.
+func active(obj any) bool {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
 	}
-	if err != nil {
-		return nil, fmt.Errorf("listing the topologies a selector chooses from: %w", err)
+	u, ok := obj.(*unstructured.Unstructured)
+	return ok && u.GetLabels()[rollout.LabelActive] == "true"
+}
+
+// candidates are what a selector placement chooses from, from the
+// process's caches: the Cells of the object's namespace, or the physical
+// KubeFedClusters.
+func (c *Controller) candidates(obj *unstructured.Unstructured, fed *typesv1beta2.FederatedObject) []placement.Topology {
+	typ := placement.TopologyType(fed.Spec.Placement)
+	var objs []metav1.Object
+	switch {
+	case typ == typesv1beta2.TopologyCell && c.caches.Cells != nil:
+		objs = informers.ObjectsIn(c.caches.Cells, obj.GetNamespace())
+	case typ != typesv1beta2.TopologyCell && c.caches.KubeFedClusters != nil:
+		objs = informers.Objects(c.caches.KubeFedClusters)
 	}
-	var out []placement.Topology
-	for _, item := range list.Items {
-		if !cell && strings.Contains(item.GetName(), ".") {
-			continue // per-cell clusters
-		}
-		out = append(out, placement.Topology{Name: item.GetName(), Labels: item.GetLabels()})
-	}
-	slices.SortFunc(out, func(a, b placement.Topology) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return placement.Candidates(typ, objs)
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -178,7 +179,7 @@ func TestReconcile(t *testing.T) {
 				return true, written, nil
 			})
 			recorder := record.NewFakeRecorder(10)
-			c := New(fedDeploy, client, recorder, DefaultOptions())
+			c := New(fedDeploy, client, Caches{}, recorder, DefaultOptions())
 			c.now = func() time.Time { return now }
 			if err := c.informer.GetStore().Add(tc.obj); err != nil {
 				t.Fatal(err)
@@ -206,5 +207,34 @@ func expectNoWrite(t *testing.T, w *unstructured.Unstructured) {
 	t.Helper()
 	if w != nil {
 		t.Errorf("wrote %v", w.GetAnnotations())
+	}
+}
+
+// Reading the propagation controller's cache of every object of the
+// type, the rollout controller leaves the objects not under a rollout
+// alone.
+func TestSharedCacheSkipsObjectsNotUnderRollout(t *testing.T) {
+	obj := object("app:2", []string{"a"}, nil)
+	obj.SetLabels(nil)
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		fedDeploy: "FederatedDeploymentList", cellv1alpha1.TemplateRevisionsResource: "TemplateRevisionList",
+	}, obj.DeepCopy())
+	shared := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	if err := shared.GetStore().Add(obj); err != nil {
+		t.Fatal(err)
+	}
+	c := New(fedDeploy, client, Caches{Federated: shared}, nil, DefaultOptions())
+	if c.ownInformer {
+		t.Fatal("built a cache of its own although one was given")
+	}
+	client.ClearActions()
+	if _, err := c.reconcile(context.Background(), "shop/web"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if a := client.Actions(); len(a) != 0 {
+		t.Errorf("%d requests for an object not under a rollout: %v", len(a), a)
+	}
+	if active(obj) || !active(cache.DeletedFinalStateUnknown{Obj: object("app:2", nil, nil)}) {
+		t.Error("active() misreads the label")
 	}
 }

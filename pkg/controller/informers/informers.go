@@ -1,0 +1,176 @@
+// Package informers is cellfed-controller's one set of plane caches.
+// Every controller of the process reads Namespaces, the federation
+// namespace's KubeFedClusters and Secrets, Cells, PropagatedVersions and
+// FederatedTypeConfigs from here, so each is listed and watched once per
+// process, and cached without managedFields. (The federated objects of
+// each type are cached by that type's propagation controller, which
+// starts and stops with the type.)
+package informers
+
+import (
+	"sync"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+)
+
+// Factory holds the shared caches. Build it with New, hand it to every
+// controller, and Start it. A cache exists once a controller asks for it;
+// one asked for after Start starts at once. A controller adds its
+// handlers and indexers before or after Start (a late handler is told
+// every cached object; indexers must come before the cache starts, so a
+// controller adds them where it asks for the cache, before Start).
+type Factory struct {
+	all   dynamicinformer.DynamicSharedInformerFactory
+	fedNS dynamicinformer.DynamicSharedInformerFactory
+	kube  informers.SharedInformerFactory
+	kubeF informers.SharedInformerFactory
+
+	mu     sync.Mutex
+	stop   <-chan struct{} // set by Start
+	caches map[string]cache.SharedIndexInformer
+}
+
+// New builds the caches of the plane the clients reach; fedNamespace
+// holds the KubeFedClusters and their Secrets.
+func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string) *Factory {
+	return &Factory{
+		all:    dynamicinformer.NewDynamicSharedInformerFactory(plane, 0),
+		fedNS:  dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, fedNamespace, nil),
+		kube:   informers.NewSharedInformerFactory(kube, 0),
+		kubeF:  informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(fedNamespace)),
+		caches: map[string]cache.SharedIndexInformer{},
+	}
+}
+
+// Start starts every cache asked for, and those asked for later.
+func (f *Factory) Start(stop <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stop = stop
+	f.startLocked()
+}
+
+func (f *Factory) startLocked() {
+	f.all.Start(f.stop)
+	f.fedNS.Start(f.stop)
+	f.kube.Start(f.stop)
+	f.kubeF.Start(f.stop)
+}
+
+// get returns the cache named, making it with mk (and transform, when
+// set) the first time.
+func (f *Factory) get(name string, mk func() cache.SharedIndexInformer, transform cache.TransformFunc, indexers cache.Indexers) cache.SharedIndexInformer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inf, ok := f.caches[name]; ok {
+		return inf
+	}
+	inf := mk()
+	if transform != nil {
+		if err := inf.SetTransform(transform); err != nil {
+			klog.ErrorS(err, "Setting a cache's transform", "cache", name)
+		}
+	}
+	if len(indexers) > 0 {
+		if err := inf.AddIndexers(indexers); err != nil {
+			klog.ErrorS(err, "Indexing a cache", "cache", name)
+		}
+	}
+	f.caches[name] = inf
+	if f.stop != nil {
+		f.startLocked()
+	}
+	return inf
+}
+
+// Namespaces of the plane.
+func (f *Factory) Namespaces() cache.SharedIndexInformer {
+	return f.get("namespaces", func() cache.SharedIndexInformer { return f.kube.Core().V1().Namespaces().Informer() }, StripManagedFields, nil)
+}
+
+// Secrets of the federation namespace.
+func (f *Factory) Secrets() cache.SharedIndexInformer {
+	return f.get("secrets", func() cache.SharedIndexInformer { return f.kubeF.Core().V1().Secrets().Informer() }, StripManagedFields, nil)
+}
+
+// KubeFedClusters of the federation namespace.
+func (f *Factory) KubeFedClusters() cache.SharedIndexInformer {
+	return f.get("kubefedclusters", func() cache.SharedIndexInformer {
+		return f.fedNS.ForResource(kubefed.KubeFedClustersResource).Informer()
+	}, StripManagedFields, nil)
+}
+
+// Cells of every namespace, indexed by namespace (cache.NamespaceIndex)
+// and by the physical cluster they are on (CellsByCluster).
+func (f *Factory) Cells() cache.SharedIndexInformer {
+	return f.get("cells", func() cache.SharedIndexInformer { return f.all.ForResource(cellv1alpha1.CellsResource).Informer() },
+		StripManagedFields, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, CellsByCluster: cellCluster})
+}
+
+// CellsByCluster indexes Cells by spec.cluster.
+const CellsByCluster = "byCluster"
+
+func cellCluster(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	cluster, _, _ := unstructured.NestedString(u.Object, "spec", "cluster")
+	return []string{cluster}, nil
+}
+
+// FederatedTypeConfigs of the plane.
+func (f *Factory) FederatedTypeConfigs() cache.SharedIndexInformer {
+	return f.get("federatedtypeconfigs", func() cache.SharedIndexInformer {
+		return f.all.ForResource(kubefed.FederatedTypeConfigsResource).Informer()
+	}, StripManagedFields, nil)
+}
+
+// PropagatedVersions of every namespace, kept as transform keeps them
+// and indexed by indexers: the one controller that reads them (the cell
+// controller) says what it reads.
+func (f *Factory) PropagatedVersions(transform cache.TransformFunc, indexers cache.Indexers) cache.SharedIndexInformer {
+	return f.get("propagatedversions", func() cache.SharedIndexInformer {
+		return f.all.ForResource(kubefed.PropagatedVersionsResource).Informer()
+	}, transform, indexers)
+}
+
+// StripManagedFields is a cache transform dropping metadata.managedFields
+// of any API object.
+func StripManagedFields(obj any) (any, error) {
+	if m, err := apimeta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// ObjectsIn lists the cached objects of inf in namespace ns (inf must be
+// indexed by namespace).
+func ObjectsIn(inf cache.SharedIndexInformer, ns string) []metav1.Object {
+	items, _ := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	return objects(items)
+}
+
+// Objects lists every cached object of inf.
+func Objects(inf cache.SharedIndexInformer) []metav1.Object { return objects(inf.GetStore().List()) }
+
+func objects(items []any) []metav1.Object {
+	out := make([]metav1.Object, 0, len(items))
+	for _, item := range items {
+		if m, err := apimeta.Accessor(item); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -82,8 +82,17 @@ func (f *Factory) get(name string, mk func() cache.SharedIndexInformer, transfor
 			klog.ErrorS(err, "Setting a cache's transform", "cache", name)
 		}
 	}
-	if len(indexers) > 0 {
-		if err := inf.AddIndexers(indexers); err != nil {
+	// A dynamic informer comes indexed by namespace already: adding an
+	// index of that name again would fail the whole call.
+	have := inf.GetIndexer().GetIndexers()
+	add := cache.Indexers{}
+	for name, fn := range indexers {
+		if _, ok := have[name]; !ok {
+			add[name] = fn
+		}
+	}
+	if len(add) > 0 {
+		if err := inf.AddIndexers(add); err != nil {
 			klog.ErrorS(err, "Indexing a cache", "cache", name)
 		}
 	}

@@ -241,6 +241,7 @@ func statusEntries(props map[string]apiextensionsv1.JSONSchemaProps) apiextensio
 	props["status"] = str()
 	props["generation"] = apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64"}
 	props["ready"] = apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+	props["message"] = str()
 	props["remoteStatus"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
 	return array(object(props, "name"))
 }

@@ -135,6 +135,7 @@ type topology struct {
 	Generation   int64          `json:"generation"`
 	Ready        *bool          `json:"ready"`
 	RemoteStatus map[string]any `json:"remoteStatus"`
+	Message      string         `json:"message"`
 }
 
 // fedStatus reads a v1beta2 object's generation and status.

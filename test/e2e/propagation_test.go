@@ -165,6 +165,35 @@ func TestPropagation(t *testing.T) {
 		}
 	})
 
+	t.Run("a status the controller did not write is corrected", func(t *testing.T) {
+		// The member-apiserver runs no controllers, so drift's Deployment
+		// is never ready: an app team patching the status to "ready" is
+		// lying, and the controller writes what the member shows again.
+		ready := func() string {
+			return f.kubectl.MustRun(t, "", "get", "federateddeployments.v1beta2.types.kubefed.io", "-n", "shop", "drift",
+				"-o", `jsonpath={.status.ready} {.status.conditions[?(@.type=="Ready")].status}`)
+		}
+		eventually(t, "drift reported not ready", func() (bool, string) { s := ready(); return s == "0/1 False", s })
+		f.kubectl.MustRun(t, "", "patch", "federateddeployments.v1beta2.types.kubefed.io", "-n", "shop", "drift",
+			"--subresource=status", "--type=merge", "-p", `{"status":{"ready":"1/1","conditions":[{"type":"Ready","status":"True","reason":"Lie"}]}}`)
+		eventually(t, "the lie replaced by what the member shows", func() (bool, string) { s := ready(); return s == "0/1 False", s })
+	})
+
+	t.Run("a member's refusal is in the status", func(t *testing.T) {
+		// Negative replicas from an override: member-0 refuses the create
+		// and says why, where the app team reads the status.
+		f.kubectl.MustRun(t, deployment("shop", "negative", "nginx:1.27", []string{"rz00a"}, `  overrides:
+  - topologyName: rz00a
+    clusterOverrides: [{path: /spec/replicas, value: -1}]
+`), "apply", "-f", "-")
+		eventually(t, "rz00a CreationFailed with the member's message", func() (bool, string) {
+			_, _, tops, _ := f.fedStatus(t, fedDeployV2, "shop", "negative")
+			a := tops["rz00a"]
+			return a.Status == "CreationFailed" && strings.Contains(a.Message, "spec.replicas") && strings.Contains(a.Message, "Invalid value"), fmt.Sprintf("%+v", a)
+		})
+		f.kubectl.MustRun(t, "", "delete", "federateddeployments.v1beta2.types.kubefed.io", "-n", "shop", "negative", "--wait=true", "--timeout=60s")
+	})
+
 	t.Run("orphan keeps member objects and releases them", func(t *testing.T) {
 		f.kubectl.MustRun(t, configMap("shop", "keep", "a: b", []string{"rz10a"}, `  annotations: {kubefed.io/orphan: "true"}`), "apply", "-f", "-")
 		eventually(t, "keep in member-1", func() (bool, string) { return f.memberObject(t, 1, configmaps, "shop", "keep") != nil, "" })
@@ -219,6 +248,44 @@ func TestPropagation(t *testing.T) {
 			_, err := f.dyn.Resource(fedCMV2).Namespace("shop").Get(ctx, "both", metav1.GetOptions{})
 			return apierrors.IsNotFound(err) && f.memberObject(t, 1, configmaps, "shop", "both") == nil, fmt.Sprint(err)
 		})
+	})
+
+	t.Run("a member gone silent holds no other cell's status", func(t *testing.T) {
+		// SIGSTOP keeps member-1's sockets open and unanswered: a link
+		// gone silent (no RST, no FIN), as a NAT that lost its state.
+		// The write to it outlives the reconcile; the status shows
+		// rz00a's progress at once, and rz10a as not updated.
+		f.waitStatus(t, fedDeployV2, "shop", "api", "rz00a=OK,rz10a=OK", "True")
+		f.members[1].Signal(syscall.SIGSTOP)
+		resumed := false
+		resume := func() {
+			if !resumed {
+				resumed = true
+				f.members[1].Signal(syscall.SIGCONT)
+			}
+		}
+		defer resume()
+		f.kubectl.MustRun(t, deployment("shop", "api", "api:3", []string{"rz00a", "rz10a"}, ""), "apply", "-f", "-")
+		applied := time.Now()
+		var gen int64
+		var tops map[string]topology
+		eventually(t, "rz00a updated and rz10a not, in the status", func() (bool, string) {
+			gen, _, tops, _ = f.fedStatus(t, fedDeployV2, "shop", "api")
+			a, b := tops["rz00a"], tops["rz10a"]
+			return a.Status == "OK" && a.Generation == gen && b.Status != "OK" && b.Generation < gen, fmt.Sprintf("generation %d: %+v", gen, tops)
+		})
+		// Without the write going on in the background, the status
+		// waits for the member's write to time out (10 s here).
+		if d := time.Since(applied); d > 7*time.Second {
+			t.Errorf("the status showed rz00a's update %s after the apply, want ≤ 7s (member-1's write held it)", d.Round(100*time.Millisecond))
+		}
+		t.Logf("status with rz00a at generation %d and rz10a %s %s after the apply", gen, tops["rz10a"].Status, time.Since(applied).Round(100*time.Millisecond))
+		resume()
+		f.waitReplicas(t, "shop", "api", map[int]int64{0: 2, 1: 2})
+		eventually(t, "member-1 caught up", func() (bool, string) {
+			return image(f.memberObject(t, 1, deployments, "shop", "api")) == "api:3", ""
+		})
+		f.waitStatus(t, fedDeployV2, "shop", "api", "rz00a=OK,rz10a=OK", "True")
 	})
 
 	t.Run("a placement mask releases to the masked cells only", func(t *testing.T) { testPlacementMask(t, f) })
@@ -280,6 +347,24 @@ func TestPropagation(t *testing.T) {
 		}
 	})
 
+	t.Run("a killed replica restarted under its name leads at once", func(t *testing.T) {
+		// With a random identity a restarted process waits for its own
+		// dead Lease to expire (30 s here); under a stable name (the pod's,
+		// in manifests/deploy) it takes the Lease back at once.
+		args := []string{"--leader-elect-identity=controller-0", "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s"}
+		f.controller.Stop(10 * time.Second)
+		f.controller = framework.StartController(outer, f.plane, args...)
+		f.controller.Signal(syscall.SIGKILL)
+		_ = f.controller.Wait(ctx)
+		start := time.Now()
+		f.controller = framework.StartStandbyController(outer, f.plane, args...)
+		if err := f.controller.WaitReady(ctx, 20*time.Second); err != nil {
+			t.Fatalf("restarted under its own name, the controller was not ready within 20 s (its Lease lasts 30 s): %v", err)
+		}
+		t.Logf("ready %s after a kill -9 and restart, with 3 members", time.Since(start).Round(10*time.Millisecond))
+		waitAllPropagated(t, f, "shop", 20)
+	})
+
 	t.Run("a second replica waits for the Lease", func(t *testing.T) {
 		standby := framework.StartStandbyController(outer, f.plane)
 		ok := false
@@ -334,19 +419,27 @@ func waitAllPropagated(t *testing.T, f *federation, ns string, n int) {
 		if err != nil {
 			return false, err.Error()
 		}
-		done := 0
+		done, stuck := 0, ""
 		for _, o := range list.Items {
 			if !strings.HasPrefix(o.GetName(), "bulk-") {
 				continue
 			}
 			og, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			ok := false
 			for _, c := range conds {
 				if m := c.(map[string]any); m["type"] == "Propagation" && m["status"] == "True" && og == o.GetGeneration() {
-					done++
+					ok = true
 				}
 			}
+			if ok {
+				done++
+			} else if stuck == "" {
+				// The first one not done, with its status, says why.
+				st, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status")
+				stuck = fmt.Sprintf("; %s (generation %d, resourceVersion %s) has status %v", o.GetName(), o.GetGeneration(), o.GetResourceVersion(), st)
+			}
 		}
-		return done == n, fmt.Sprintf("%d of %d", done, n)
+		return done == n, fmt.Sprintf("%d of %d%s", done, n, stuck)
 	})
 }

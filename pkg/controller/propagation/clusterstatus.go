@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -81,6 +82,10 @@ func clusterStatuses(cur typesv1b1.Status, generation int64, deleting, namespace
 			if it.Verb == Ensure && r.status == StatusOK {
 				cs.Generation = generation
 			}
+			cs.Message = ""
+			if r.err != nil {
+				cs.Message = memberMessage(r.err)
+			}
 			switch {
 			case it.Status == StatusPlacementConflict:
 				out.report.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
@@ -131,4 +136,21 @@ func reflow(cs *typesv1b1.ClusterStatus, o observation, written string) (loading
 	ready := o.ready
 	cs.Ready = &ready
 	return false, false
+}
+
+// maxMessage bounds a member's message in the status: the status of one
+// object must not grow with what a member chooses to say.
+const maxMessage = 512
+
+// memberMessage is what a member answered, for the status row.
+func memberMessage(err error) string {
+	msg := err.Error()
+	if len(msg) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
 }

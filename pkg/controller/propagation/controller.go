@@ -41,6 +41,10 @@ const (
 	StatusUpdateTimedOut     = "UpdateTimedOut"
 	StatusDeletionTimedOut   = "DeletionTimedOut"
 	StatusConfigMalformed    = "ClusterConfigMalformed"
+	// StatusWriteInProgress: the member has not answered the write yet
+	// (it goes on in the background); the generation shown is the one
+	// the member ran before.
+	StatusWriteInProgress = "WriteInProgress"
 )
 
 // NamespaceLookup tells a namespaced type's controller what KubeFed's
@@ -150,13 +154,21 @@ func (c *Controller) Run(ctx context.Context) error {
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, obj any) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
-					c.written.seen(key, u.GetResourceVersion())
-				}
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return
 			}
-			if !clusters.StatusOnly(old, obj) {
+			key, err := cache.MetaNamespaceKeyFunc(u)
+			if err != nil {
+				return
+			}
+			c.written.seen(key, u.GetResourceVersion())
+			switch {
+			case !clusters.StatusOnly(old, obj):
 				enqueue(obj)
+			case c.foreignStatus(key, u.GetResourceVersion()):
+				// Not our status write: check it against the members.
+				c.queue.Add(key)
 			}
 		},
 		DeleteFunc: enqueue,
@@ -338,7 +350,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
 		return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
 	}
-	results := c.dispatch(ctx, fed, w, rec, decision.Intents, members)
+	results := c.dispatch(ctx, key, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
 	cur := statusOf(fed)
 	for i, it := range decision.Intents {
@@ -519,24 +531,40 @@ type result struct {
 
 // dispatch carries out the intents, one goroutine per member, each
 // bounded by the cluster timeout and the member's request slots. A
-// member that is down or slow delays nobody else.
-func (c *Controller) dispatch(ctx context.Context, fed *unstructured.Unstructured, w work, rec *propagated, intents []Intent, members map[string]*clusters.Member) []result {
+// member that is down or slow delays nobody else: the reconcile waits at
+// most WriteWait for the members' answers; a write still going on then
+// is reported WriteInProgress and finishes in the background (see
+// landed), and no second write goes to that member for the object until
+// it has.
+func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured.Unstructured, w work, rec *propagated, intents []Intent, members map[string]*clusters.Member) []result {
 	results := make([]result, len(intents))
 	// Clusters without overrides get the same object: build it once (it
 	// is only read afterwards, so the members' goroutines can share it).
 	plain := sync.OnceValues(func() (desired, error) { return build(c.typ, fed, w.template, nil, w.retainReplicas) })
-	var wg sync.WaitGroup
+	busy := c.inFlight(key)
+	type answer struct {
+		i int
+		r result
+	}
+	answers := make(chan answer, len(intents))
+	var mu sync.Mutex // guards late and the hand-over of late answers
+	late := false
+	launched := map[int]string{} // intent → member
 	for i, it := range intents {
 		if it.Status != "" {
 			results[i] = result{status: it.Status, unknown: true, present: it.Verb == Remove || it.Verb == Release}
 			continue
 		}
+		if busy.Has(it.Member) {
+			results[i] = result{status: StatusWriteInProgress, unknown: true, present: true}
+			continue
+		}
 		m := members[it.Member]
-		wg.Add(1)
+		launched[i] = it.Member
 		go func() {
-			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, c.opts.ClusterTimeout)
 			defer cancel()
+			var r result
 			switch it.Verb {
 			case Ensure:
 				d, err := plain()
@@ -544,17 +572,83 @@ func (c *Controller) dispatch(ctx context.Context, fed *unstructured.Unstructure
 					d, err = build(c.typ, fed, w.template, ops, w.retainReplicas)
 				}
 				if err != nil {
-					results[i] = result{status: StatusCreationFailed, err: err}
-					return
+					r = result{status: StatusCreationFailed, err: err}
+					break
 				}
-				results[i] = c.ensure(actx, fed, m, it.Writer, d, w.retainReplicas, rec.versionFor(it.Writer, w.templateVersion, w.overridesVersion))
+				r = c.ensure(actx, fed, m, it.Writer, d, w.retainReplicas, rec.versionFor(it.Writer, w.templateVersion, w.overridesVersion))
 			case Remove, Release:
-				results[i] = c.ensureRemoved(actx, fed, m, it.Verb == Release)
+				r = c.ensureRemoved(actx, fed, m, it.Verb == Release)
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !late {
+				answers <- answer{i, r}
+				return
+			}
+			c.landed(ctx, key, fed, it, r)
 		}()
 	}
-	wg.Wait()
+	var timeout <-chan time.Time
+	if c.opts.WriteWait > 0 {
+		t := time.NewTimer(c.opts.WriteWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for len(launched) > 0 {
+		select {
+		case a := <-answers:
+			results[a.i] = a.r
+			delete(launched, a.i)
+		case <-timeout:
+			mu.Lock()
+			late = true
+			for len(answers) > 0 {
+				a := <-answers
+				results[a.i] = a.r
+				delete(launched, a.i)
+			}
+			slow := sets.New[string]()
+			for i, member := range launched {
+				results[i] = result{status: StatusWriteInProgress, unknown: true, present: true}
+				slow.Insert(member)
+			}
+			c.objs.update(key, func(st *state) {
+				if st.inFlight == nil {
+					st.inFlight = sets.New[string]()
+				}
+				st.inFlight = st.inFlight.Union(slow)
+			})
+			mu.Unlock()
+			if len(launched) > 0 {
+				klog.FromContext(ctx).V(2).Info("Members slow to answer; their writes go on", "type", c.typ.Name, "key", key, "members", sets.List(slow))
+			}
+			return results
+		}
+	}
 	return results
+}
+
+// inFlight is the members whose write of key goes on in the background.
+func (c *Controller) inFlight(key string) (busy sets.Set[string]) {
+	c.objs.read(key, func(st *state) { busy = st.inFlight.Clone() })
+	return busy
+}
+
+// landed takes the answer of a write that outlived its reconcile: the
+// member is free for the object again, and the object is reconciled
+// again to report (and record) what the member holds now.
+func (c *Controller) landed(ctx context.Context, key string, fed *unstructured.Unstructured, it Intent, r result) {
+	c.objs.update(key, func(st *state) {
+		st.inFlight.Delete(it.Member)
+		if st.inFlight.Len() == 0 {
+			st.inFlight = nil
+		}
+	})
+	if r.err != nil {
+		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, r.status, "cluster %s: %v", it.Clusters[0], r.err)
+	}
+	klog.FromContext(ctx).V(2).Info("A slow member answered", "type", c.typ.Name, "key", key, "member", it.Member, "status", r.status)
+	c.queue.Add(key)
 }
 
 // nextRecord is the record after the intents: the version now on each

@@ -3,6 +3,8 @@ package propagation
 import (
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // state is everything the controller keeps of one federated object
@@ -23,6 +25,12 @@ type state struct {
 	// written: the status last written and the resourceVersion it
 	// replaced, until the cache shows a newer object.
 	written *lastWrite
+	// inFlight: the members whose write of the object outlived its
+	// reconcile and goes on (see dispatch).
+	inFlight sets.Set[string]
+	// statusRV: the resourceVersion of the controller's last status
+	// write (a status-only change to any other is somebody else's).
+	statusRV string
 	// settleSince: when the status write was first held back for the
 	// members' caches.
 	settleSince time.Time
@@ -32,7 +40,7 @@ type state struct {
 }
 
 func (s *state) empty() bool {
-	return s.record == nil && s.finalizer.at.IsZero() && s.statusAt.IsZero() && s.written == nil &&
+	return s.record == nil && s.finalizer.at.IsZero() && s.statusAt.IsZero() && s.written == nil && s.statusRV == "" && s.inFlight.Len() == 0 &&
 		s.settleSince.IsZero() && s.propagating.at.IsZero() && s.reflowing.at.IsZero()
 }
 

@@ -85,12 +85,14 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 		return err
 	}
 	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	if err := c.updateStatus(ctx, stored, content); err != nil {
+	rv, err := c.updateStatus(ctx, stored, content)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	c.objs.update(key, func(st *state) { st.statusRV = rv })
 	c.statusWrites.wrote(fed)
 	c.written.set(key, fed.GetResourceVersion(), next)
 	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
@@ -230,6 +232,17 @@ func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 	l.objs.update(l.key(fed), func(st *state) { st.statusAt = time.Now() })
 }
 
+// foreignStatus reports whether a status-only change of key, to
+// resourceVersion rv, is not the controller's own last status write:
+// somebody else wrote the status (an app team patching /status "ready"),
+// or the controller has not written it since it started. The object is
+// then reconciled again, which rewrites a status that is not what the
+// members show; its own writes cost nothing.
+func (c *Controller) foreignStatus(key, rv string) (foreign bool) {
+	c.objs.read(key, func(st *state) { foreign = st.statusRV != rv })
+	return foreign
+}
+
 // staleCacheRetry is how soon a status write waiting for the cache to show
 // the previous one is tried again.
 const staleCacheRetry = 100 * time.Millisecond
@@ -367,7 +380,7 @@ func sameStatus(a, b typesv1b1.Status) bool {
 	}
 	for i := range a.Clusters {
 		x, y := a.Clusters[i], b.Clusters[i]
-		if x.Name != y.Name || x.Status != y.Status || x.Generation != y.Generation ||
+		if x.Name != y.Name || x.Status != y.Status || x.Generation != y.Generation || x.Message != y.Message ||
 			!equalPtr(x.Ready, y.Ready) || !sameRaw(x.RemoteStatus, y.RemoteStatus) {
 			return false
 		}

@@ -234,7 +234,7 @@ func TestWriteStatus(t *testing.T) {
 				plane = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), stored.DeepCopy())
 			}
 			plane.ClearActions()
-			c := &Controller{typ: deploymentType, env: Env{Plane: plane}}
+			c := &Controller{typ: deploymentType, env: Env{Plane: plane}, objs: newObjects()}
 			fed, err := c.view(stored)
 			if err != nil {
 				t.Fatal(err)

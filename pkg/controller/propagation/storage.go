@@ -48,7 +48,8 @@ func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
 
 // updateStatus writes status (KubeFed's shape, computed from the view) as
 // the stored object's status, converted in-process.
-func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unstructured, status map[string]any) error {
+// It returns the resourceVersion the write made.
+func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unstructured, status map[string]any) (string, error) {
 	if c.typ.Stored.Version == typesv1b2.Version {
 		conversion.StatusToV1beta2(stored.Object, status)
 	}
@@ -56,8 +57,11 @@ func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unst
 	// status of what it is sent.
 	obj := &unstructured.Unstructured{Object: maps.Clone(stored.Object)}
 	obj.Object["status"] = status
-	_, err := c.resource(stored.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
-	return err
+	updated, err := c.resource(stored.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return updated.GetResourceVersion(), nil
 }
 
 // setFinalizer adds (or removes) the sync finalizer with a merge patch of

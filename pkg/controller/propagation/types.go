@@ -175,6 +175,13 @@ type Options struct {
 	AdoptExisting bool
 	// ClusterTimeout bounds the work on one cluster for one object.
 	ClusterTimeout time.Duration
+	// WriteWait bounds how long a reconcile waits for its members'
+	// writes. A member that has not answered by then (a link gone
+	// silent) is reported WriteInProgress and its write goes on in the
+	// background, up to ClusterTimeout; the status shows the other
+	// members' progress meanwhile, and the object's worker moves on. 0
+	// waits for every write.
+	WriteWait time.Duration
 	// RetryMax caps the back-off of an object that keeps failing.
 	RetryMax time.Duration
 	// StatusInterval is the least time between two status writes of one
@@ -187,5 +194,5 @@ type Options struct {
 
 // DefaultOptions are the controller's defaults.
 func DefaultOptions() Options {
-	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, RetryMax: 30 * time.Second, StatusInterval: time.Second}
+	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, WriteWait: 2 * time.Second, RetryMax: 30 * time.Second, StatusInterval: time.Second}
 }

@@ -145,4 +145,8 @@ type ClusterStatus struct {
 	Ready *bool `json:"ready,omitempty"`
 	// RemoteStatus is the member object's status (status reflow).
 	RemoteStatus *runtime.RawExtension `json:"remoteStatus,omitempty"`
+	// Message is what the member answered when it refused or failed the
+	// last write (e.g. a validation error), so app teams see it without
+	// reading Events.
+	Message string `json:"message,omitempty"`
 }

@@ -51,6 +51,12 @@ type Options struct {
 	PlaneBurst          int
 	LeaderElect         bool
 	LeaseName           string
+	// LeaderElectIdentity names this replica in the Lease; empty: the
+	// host name and a random suffix. A name that is stable across
+	// restarts of one replica (its pod's name) lets a restarted process
+	// take its Lease back at once; two live replicas must never share
+	// one.
+	LeaderElectIdentity string
 	LeaseDuration       time.Duration
 	RenewDeadline       time.Duration
 	RetryPeriod         time.Duration
@@ -94,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Propagation.Workers, "workers", o.Propagation.Workers, "objects of one federated type reconciled in parallel")
 	fs.BoolVar(&o.Propagation.AdoptExisting, "adopt-existing", o.Propagation.AdoptExisting, "adopt member objects that exist without the managed label (false: report AlreadyExists and leave them)")
 	fs.DurationVar(&o.Propagation.ClusterTimeout, "cluster-timeout", o.Propagation.ClusterTimeout, "time allowed for the work on one cluster for one object")
+	fs.DurationVar(&o.Propagation.WriteWait, "member-write-wait", o.Propagation.WriteWait, "how long one reconcile waits for its member writes: a member that has not answered by then is reported WriteInProgress while its write goes on, up to --cluster-timeout (0 waits for every write)")
 	fs.DurationVar(&o.Propagation.StatusInterval, "status-interval", o.Propagation.StatusInterval, "least time between two status writes of one federated object: member status changes within it are written together (0 writes every change)")
 	fs.IntVar(&o.Rollout.Workers, "rollout-workers", o.Rollout.Workers, "objects under a rollout of one federated type handled in parallel")
 	fs.IntVar(&o.Rollout.HistoryLimit, "rollout-history-limit", o.Rollout.HistoryLimit, "template revisions kept per federated object for rollout undo")
@@ -115,6 +122,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.PlaneBurst, "plane-burst", o.PlaneBurst, "request burst towards the plane")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "run only while holding the Lease, so several replicas are safe")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "name of the leader Lease in the federation namespace")
+	fs.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity, "this replica's name in the Lease (default: host name and a random suffix); give each replica a name stable across its restarts, e.g. its pod's name, and a restarted replica takes its Lease back at once instead of waiting --leader-elect-lease-duration")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "how long a lost leader's Lease blocks the others")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader keeps trying to renew before giving up; less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between attempts to take or renew the Lease")
@@ -194,7 +202,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		run(ctx)
 		return nil
 	}
-	host, _ := os.Hostname()
+	identity := o.LeaderElectIdentity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = host + "_" + string(uuid.NewUUID())
+	}
 	// The Lease gets a client of its own: renewals never wait behind the
 	// controllers' requests in a shared rate limiter (a burst of plane
 	// writes once cost a replica its Lease).
@@ -206,7 +218,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return fmt.Errorf("leader lease client: %w", err)
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.FederationNamespace, o.LeaseName,
-		leaseKube.CoreV1(), leaseKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+		leaseKube.CoreV1(), leaseKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return fmt.Errorf("leader lease: %w", err)
 	}

@@ -3,6 +3,7 @@ package propagation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -499,7 +500,11 @@ func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.P
 	for _, cl := range c.env.Clusters.List() {
 		cand := Candidate{Name: cl.Name, Labels: cl.Labels, ConfigError: cl.ConfigError}
 		if m := cl.Member; m != nil {
-			cand.Member, cand.Ready = m.Key(), m.Ready()
+			health := m.Health()
+			if !health.Probed {
+				return in, nil, fmt.Errorf("member of cluster %s: %w", cl.Name, errNotProbed)
+			}
+			cand.Member, cand.Ready = m.Key(), health.Ready
 			members[cand.Member] = m
 			h, seen := holds[m]
 			if !seen && cand.Ready {
@@ -515,6 +520,12 @@ func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.P
 	}
 	return in, members, nil
 }
+
+// errNotProbed: a member has not been probed yet (the controller has just
+// started, or the cluster just joined). Its readiness is not known, and
+// deciding now would report it ClusterNotReady — which a rollout reads as
+// a failing cell. The member's first probe requeues every object.
+var errNotProbed = errors.New("not probed yet")
 
 // result is the outcome of one intent.
 type result struct {

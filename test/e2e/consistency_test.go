@@ -25,6 +25,7 @@ import (
 // innodb_autoinc_lock_mode=2, is pkg/storage's TestListThenWatchConsistency:
 // here the watch cache's single list hides most of that window.)
 func TestInformersConvergeUnderWriteStorm(t *testing.T) {
+	t.Parallel()
 	const writers, perWriter, informerCount = 8, 60, 10
 	for _, b := range framework.Backends {
 		t.Run(b.Name, func(t *testing.T) {

@@ -29,6 +29,7 @@ func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
 // kubectl and reads them in KubeFed's community shape and back; writes
 // through the community version keep what only v1beta2 can express.
 func TestFederatedObjectsInBothVersions(t *testing.T) {
+	t.Parallel()
 	plane, k := startFederationPlane(t)
 
 	k.MustRun(t, webDeployment+`
@@ -178,6 +179,7 @@ spec:
 // result against the per-cell KubeFedClusters of every tenant: only the
 // namespace's own matching cells are selected.
 func TestSelectorStaysInItsTenant(t *testing.T) {
+	t.Parallel()
 	_, k := startFederationPlane(t)
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta2
@@ -219,6 +221,7 @@ spec:
 // TestAdmissionRejectsBadInput applies each bad object with kubectl: the
 // error names what is wrong, and nothing is stored.
 func TestAdmissionRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	_, k := startFederationPlane(t)
 	fd := func(name, ns, spec string) string {
 		if !strings.Contains(spec, "template:") {
@@ -285,6 +288,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 // the plane's port behind its authentication and RBAC; an anonymous caller
 // (system:anonymous) is refused with 403, as README says.
 func TestConversionWebhookNeedsCredentials(t *testing.T) {
+	t.Parallel()
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec: checks only the status code
 	resp, err := client.Post("https://127.0.0.1:"+strconv.Itoa(plane.Port)+"/cellfed/convert", "application/json", strings.NewReader(`{}`))

@@ -157,8 +157,8 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 // and the CONNECT frontend like the embedded hub.
 func TestTunnelStandaloneProxy(t *testing.T) {
 	t.Parallel()
-	plane := framework.StartPlane(t, framework.PlaneOptions{}) // its own hub disabled
-	member := framework.StartMember(t, "solo")
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, 1) // its own hub disabled
+	member := members[0]
 	secret := filepath.Join(t.TempDir(), "connect.secret")
 	ports := framework.TunnelPorts{AgentBind: "127.0.0.1", AgentPort: framework.FreePort(t), GRPCPort: framework.FreePort(t), ConnectPort: framework.FreePort(t)}
 	f := plane.PKI()

@@ -30,7 +30,8 @@ func TestInformersConvergeUnderWriteStorm(t *testing.T) {
 	for _, b := range framework.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.Endpoint(t)})
+			// Config maps only: no federated types to install.
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.Endpoint(t), Args: []string{"--default-federated-types="}})
 			c := plane.Client(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

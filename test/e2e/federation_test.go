@@ -17,9 +17,16 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
+// startFederationPlane starts a plane with framework.Tenancy applied and
+// types (e.g. "deployments.apps") enabled for federation; no types means
+// the plane's defaults.
+func startFederationPlane(t *testing.T, types ...string) (*framework.Server, framework.Kubectl) {
 	t.Helper()
-	plane := framework.StartPlane(t, framework.PlaneOptions{})
+	var o framework.PlaneOptions
+	if len(types) > 0 {
+		o.Args = []string{"--default-federated-types=" + strings.Join(types, ",")}
+	}
+	plane := framework.StartPlane(t, o)
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	k.MustRun(t, framework.Tenancy, "apply", "-f", "-")
 	return plane, k
@@ -180,7 +187,7 @@ spec:
 // namespace's own matching cells are selected.
 func TestSelectorStaysInItsTenant(t *testing.T) {
 	t.Parallel()
-	_, k := startFederationPlane(t)
+	_, k := startFederationPlane(t, "services")
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta2
 kind: FederatedService
@@ -222,7 +229,7 @@ spec:
 // error names what is wrong, and nothing is stored.
 func TestAdmissionRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	_, k := startFederationPlane(t)
+	_, k := startFederationPlane(t, "deployments.apps")
 	fd := func(name, ns, spec string) string {
 		if !strings.Contains(spec, "template:") {
 			spec += "  template: {}\n" // so only the rule under test fails

@@ -128,8 +128,8 @@ func TestStartupRefusesBadInput(t *testing.T) {
 	// while MariaDB does.
 	existingDir, corruptDir := t.TempDir(), t.TempDir()
 	planes := []*framework.Server{
-		framework.StartPlane(t, framework.PlaneOptions{DataDir: existingDir, NoWait: true}),
-		framework.StartPlane(t, framework.PlaneOptions{DataDir: corruptDir, NoWait: true}),
+		framework.StartPlane(t, framework.PlaneOptions{DataDir: existingDir, NoWait: true, Args: []string{"--default-federated-types="}}),
+		framework.StartPlane(t, framework.PlaneOptions{DataDir: corruptDir, NoWait: true, Args: []string{"--default-federated-types="}}),
 	}
 	unsafeDB := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
 	for _, p := range planes {
@@ -217,7 +217,8 @@ func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			db := tt.start(t)
-			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.endpoint})
+			// Config maps only: no federated types to install.
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.endpoint, Args: []string{"--default-federated-types="}})
 			client := plane.Client(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
@@ -262,7 +263,7 @@ func TestPlaneFailsFastOnHungMariaDB(t *testing.T) {
 	t.Parallel()
 	db := framework.StartMariaDB(t)
 	plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.NewDatabase(t),
-		Args: []string{"--datastore-read-timeout=2s", "--datastore-write-timeout=2s"}})
+		Args: []string{"--datastore-read-timeout=2s", "--datastore-write-timeout=2s", "--default-federated-types="}})
 	client := plane.Client(t)
 	ctx := context.Background()
 	create := func(name string) error {

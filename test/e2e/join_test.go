@@ -121,7 +121,7 @@ func noToken(t *testing.T, token string, outputs ...string) {
 // stored credentials by using them.
 func TestJoinStatusUnjoin(t *testing.T) {
 	t.Parallel()
-	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, 1)
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}}, 1) // federates nothing
 	member := members[0]
 	ctl := newCellfedctl(t, plane.Kubeconfig)
 	planeKube := plane.Client(t)

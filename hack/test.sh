@@ -7,6 +7,8 @@
 # end-to-end tests and benchmarks under test/ drive separate processes
 # (the plane, members, kubectl) and run without it. Arguments are package
 # patterns, ./... by default; RACE=0 turns the race detector off.
+# E2E_PARALLEL=N runs up to N end-to-end tests at once (go test
+# -parallel N; by default GOMAXPROCS, the number of CPUs).
 set -uo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -37,7 +39,7 @@ fi
 if [ ${#e2e[@]} -gt 0 ]; then
   echo "== end-to-end packages: ${e2e[*]##*/cellfed/}"
   start=$SECONDS
-  run "${e2e[@]}"
+  run ${E2E_PARALLEL:+-parallel "$E2E_PARALLEL"} "${e2e[@]}"
   echo "== end-to-end packages took $((SECONDS - start)) s"
 fi
 # hack/kubefed is its own module (KubeFed's dependencies): its test proves

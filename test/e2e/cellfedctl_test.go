@@ -37,10 +37,10 @@ spec:
 // types, and a real member kube-apiserver that has a CRD.
 func TestCellfedctl(t *testing.T) {
 	t.Parallel()
-	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}})
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}}, 1)
+	member := members[0]
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	ctl := newCellfedctl(t, plane.Kubeconfig)
-	member := framework.StartMember(t, "member1")
 	mk := framework.Kubectl{Kubeconfig: member.Kubeconfig}
 
 	t.Run("version", func(t *testing.T) {

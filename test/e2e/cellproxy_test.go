@@ -42,7 +42,7 @@ func TestCellProxy(t *testing.T) {
 	auditPolicy := framework.WriteTempFile(t, memberAuditPolicy)
 	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
-	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy, "--member-rbac", framework.AllowHandIssuedAgents)})
+	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy, "--member-rbac", framework.AllowHandIssuedAgents, "--default-federated-types=")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")

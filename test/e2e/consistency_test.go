@@ -25,11 +25,13 @@ import (
 // innodb_autoinc_lock_mode=2, is pkg/storage's TestListThenWatchConsistency:
 // here the watch cache's single list hides most of that window.)
 func TestInformersConvergeUnderWriteStorm(t *testing.T) {
+	t.Parallel()
 	const writers, perWriter, informerCount = 8, 60, 10
 	for _, b := range framework.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.Endpoint(t)})
+			// Config maps only: no federated types to install.
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: b.Endpoint(t), Args: []string{"--default-federated-types="}})
 			c := plane.Client(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

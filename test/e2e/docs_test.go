@@ -172,8 +172,7 @@ func TestDocs(t *testing.T) {
 
 	bin := filepath.Dir(framework.Binary(t, "cellfedctl"))
 	framework.Binary(t, "kubectl-cellfed")
-	plane := framework.StartPlane(t, framework.PlaneOptions{})
-	members := framework.StartMembers(t, 2)
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, 2)
 	framework.StartController(t, plane) // its log's tail is printed when the test fails
 
 	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")

@@ -17,9 +17,16 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
+// startFederationPlane starts a plane with framework.Tenancy applied and
+// types (e.g. "deployments.apps") enabled for federation; no types means
+// the plane's defaults.
+func startFederationPlane(t *testing.T, types ...string) (*framework.Server, framework.Kubectl) {
 	t.Helper()
-	plane := framework.StartPlane(t, framework.PlaneOptions{})
+	var o framework.PlaneOptions
+	if len(types) > 0 {
+		o.Args = []string{"--default-federated-types=" + strings.Join(types, ",")}
+	}
+	plane := framework.StartPlane(t, o)
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	k.MustRun(t, framework.Tenancy, "apply", "-f", "-")
 	return plane, k
@@ -29,6 +36,7 @@ func startFederationPlane(t *testing.T) (*framework.Server, framework.Kubectl) {
 // kubectl and reads them in KubeFed's community shape and back; writes
 // through the community version keep what only v1beta2 can express.
 func TestFederatedObjectsInBothVersions(t *testing.T) {
+	t.Parallel()
 	plane, k := startFederationPlane(t)
 
 	k.MustRun(t, webDeployment+`
@@ -178,7 +186,8 @@ spec:
 // result against the per-cell KubeFedClusters of every tenant: only the
 // namespace's own matching cells are selected.
 func TestSelectorStaysInItsTenant(t *testing.T) {
-	_, k := startFederationPlane(t)
+	t.Parallel()
+	_, k := startFederationPlane(t, "services")
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta2
 kind: FederatedService
@@ -219,7 +228,8 @@ spec:
 // TestAdmissionRejectsBadInput applies each bad object with kubectl: the
 // error names what is wrong, and nothing is stored.
 func TestAdmissionRejectsBadInput(t *testing.T) {
-	_, k := startFederationPlane(t)
+	t.Parallel()
+	_, k := startFederationPlane(t, "deployments.apps")
 	fd := func(name, ns, spec string) string {
 		if !strings.Contains(spec, "template:") {
 			spec += "  template: {}\n" // so only the rule under test fails
@@ -285,6 +295,7 @@ func TestAdmissionRejectsBadInput(t *testing.T) {
 // the plane's port behind its authentication and RBAC; an anonymous caller
 // (system:anonymous) is refused with 403, as README says.
 func TestConversionWebhookNeedsCredentials(t *testing.T) {
+	t.Parallel()
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec: checks only the status code
 	resp, err := client.Post("https://127.0.0.1:"+strconv.Itoa(plane.Port)+"/cellfed/convert", "application/json", strings.NewReader(`{}`))

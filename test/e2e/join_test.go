@@ -121,8 +121,8 @@ func noToken(t *testing.T, token string, outputs ...string) {
 // stored credentials by using them.
 func TestJoinStatusUnjoin(t *testing.T) {
 	t.Parallel()
-	plane := framework.StartPlane(t, framework.PlaneOptions{})
-	member := framework.StartMember(t, "m1")
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}}, 1) // federates nothing
+	member := members[0]
 	ctl := newCellfedctl(t, plane.Kubeconfig)
 	planeKube := plane.Client(t)
 	planeDyn, err := dynamic.NewForConfig(plane.RESTConfig(t))

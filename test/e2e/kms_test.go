@@ -28,7 +28,7 @@ func TestKMSEncryptionAtRest(t *testing.T) {
 			t.Parallel()
 			endpoint := backend.Endpoint(t) // "" = SQLite in the data dir
 			dir := t.TempDir()
-			plane := framework.StartPlane(t, framework.PlaneOptions{DataDir: dir, Endpoint: endpoint})
+			plane := framework.StartPlane(t, framework.PlaneOptions{DataDir: dir, Endpoint: endpoint, Args: []string{"--default-federated-types=secrets"}})
 			k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 			keyFile := filepath.Join(dir, "kms", "keys")
 			if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
@@ -200,7 +200,7 @@ func TestKMSExternalPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	planeDir := filepath.Join(dir, "plane")
-	plane := framework.StartPlane(t, framework.PlaneOptions{DataDir: planeDir, Args: []string{"--kms-endpoint=" + endpoint}})
+	plane := framework.StartPlane(t, framework.PlaneOptions{DataDir: planeDir, Args: []string{"--kms-endpoint=" + endpoint, "--default-federated-types="}})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	k.MustRun(t, "", "-n", "default", "create", "secret", "generic", "external", "--from-literal=token=external-canary-5d1e")
 	if _, err := os.Stat(filepath.Join(planeDir, "kms", "keys")); err == nil {

@@ -299,8 +299,7 @@ spec:
 func TestKubeFedTakeover(t *testing.T) {
 	t.Parallel()
 	framework.KubeFedBinary(t)
-	plane := framework.StartPlane(t, framework.PlaneOptions{})
-	members := framework.StartMembers(t, 2)
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, 2)
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(t))
 	framework.JoinMember(t, plane, members[0], "member-0")

@@ -20,6 +20,7 @@ import (
 // backend: namespace, secret, a two-version CRD converted by a webhook,
 // discovery, authorization; then restarts the plane and finds it all again.
 func TestKubectlAgainstPlane(t *testing.T) {
+	t.Parallel()
 	for _, b := range framework.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -117,17 +118,26 @@ func containsLine(out, line string) bool {
 // TestStartupRefusesBadInput: each bad input gives one clear error line,
 // a non-zero exit, and leaves existing files alone.
 func TestStartupRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	bin := framework.Binary(t, "cellfed-apiserver")
 	busy := framework.ListenBusyPort(t)
 	fileNotDir := framework.WriteTempFile(t, "not a directory")
-	unsafeDB := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
 
 	// A plane that ran once: failed starts must leave its files alone.
-	existingDir := t.TempDir()
-	framework.StartPlane(t, framework.PlaneOptions{DataDir: existingDir}).Stop(30 * time.Second)
-	// Another whose CA certificate then got corrupted.
-	corruptDir := t.TempDir()
-	framework.StartPlane(t, framework.PlaneOptions{DataDir: corruptDir}).Stop(30 * time.Second)
+	// And another whose CA certificate then got corrupted. Both start
+	// while MariaDB does.
+	existingDir, corruptDir := t.TempDir(), t.TempDir()
+	planes := []*framework.Server{
+		framework.StartPlane(t, framework.PlaneOptions{DataDir: existingDir, NoWait: true, Args: []string{"--default-federated-types="}}),
+		framework.StartPlane(t, framework.PlaneOptions{DataDir: corruptDir, NoWait: true, Args: []string{"--default-federated-types="}}),
+	}
+	unsafeDB := framework.StartMariaDB(t, "--innodb-autoinc-lock-mode=2")
+	for _, p := range planes {
+		if err := p.WaitReady(context.Background()); err != nil {
+			t.Fatalf("cellfed-apiserver in %s did not become ready: %v", p.DataDir, err)
+		}
+		p.Stop(30 * time.Second)
+	}
 	framework.OverwriteFile(t, corruptDir+"/pki/ca.crt", "-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n")
 
 	tests := []struct {
@@ -180,6 +190,7 @@ func TestStartupRefusesBadInput(t *testing.T) {
 // then starts it again: no acknowledged write is lost, no watch event is
 // missed, the plane recovers by itself.
 func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
+	t.Parallel()
 	type server struct {
 		proc     *framework.Process
 		restart  func(testing.TB) // after the kill, until it accepts connections
@@ -206,7 +217,8 @@ func TestPlaneSurvivesDatabaseRestart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			db := tt.start(t)
-			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.endpoint})
+			// Config maps only: no federated types to install.
+			plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.endpoint, Args: []string{"--default-federated-types="}})
 			client := plane.Client(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
@@ -251,7 +263,7 @@ func TestPlaneFailsFastOnHungMariaDB(t *testing.T) {
 	t.Parallel()
 	db := framework.StartMariaDB(t)
 	plane := framework.StartPlane(t, framework.PlaneOptions{Endpoint: db.NewDatabase(t),
-		Args: []string{"--datastore-read-timeout=2s", "--datastore-write-timeout=2s"}})
+		Args: []string{"--datastore-read-timeout=2s", "--datastore-write-timeout=2s", "--default-federated-types="}})
 	client := plane.Client(t)
 	ctx := context.Background()
 	create := func(name string) error {

@@ -94,7 +94,7 @@ func agentClient(t *testing.T, f *regFixture, stateDir string) dynamic.ResourceI
 // cluster's registration, revocation, and renewal of a short certificate.
 func TestRegistrationAPI(t *testing.T) {
 	t.Parallel()
-	f := startRegistrationPlane(t, "--agent-cert-validity=15s")
+	f := startRegistrationPlane(t, "--agent-cert-validity=15s", "--default-federated-types=") // registers, federates nothing
 	members := framework.StartMembers(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -25,7 +25,7 @@ import (
 // in every round (before, a check-then-create let two pass in theory).
 func TestRegistrationTokenSingleUse(t *testing.T) {
 	t.Parallel()
-	f := startRegistrationPlane(t)
+	f := startRegistrationPlane(t, "--default-federated-types=") // registers, federates nothing
 	const racers = 20
 	for round := range 3 {
 		tok := f.token(t, "--tenant=acme") // also writes the agent kubeconfig

@@ -53,13 +53,26 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 		planeHost = ns.HostIP // the agent must reach the plane's API and hub
 	}
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, planeHost)
+	// Both members start while the plane does: the one behind the
+	// namespace (edge-1) and one the plane reaches directly (direct-1).
+	var member *framework.Server
+	var agentArgs []string
+	if ns != nil {
+		member = framework.StartMemberIn(t, "edge-1", ns)
+	} else {
+		member = framework.StartMemberNoWait(t, "edge-1")
+		agentArgs = append(agentArgs, "--member-endpoint=https://localhost:1")
+	}
+	direct := framework.StartMemberNoWait(t, "direct-1")
 	f := startRegistrationPlane(t, append(tunnelArgs, "--bind-address="+planeHost, "--agent-cert-validity=30s")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	// A member the plane reaches directly, joined with cellfedctl join:
-	// revocation of the other must not disturb it.
-	direct := framework.StartMembers(t, 1)[0]
+	// direct-1, joined with cellfedctl join: revocation of the other must
+	// not disturb it.
+	if err := direct.WaitReady(ctx); err != nil {
+		t.Fatalf("member direct-1 did not become ready: %v", err)
+	}
 	f.ctl.ok(t, "join", "direct-1", "--kubeconfig-member="+direct.Kubeconfig)
 
 	// An agent with a certificate issued by hand (no registration) is
@@ -74,14 +87,6 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 	}
 	stray.Stop(5 * time.Second)
 
-	var member *framework.Server
-	var agentArgs []string
-	if ns != nil {
-		member = framework.StartMemberIn(t, "edge-1", ns)
-	} else {
-		member = framework.StartMemberNoWait(t, "edge-1")
-		agentArgs = append(agentArgs, "--member-endpoint=https://localhost:1")
-	}
 	if err := member.WaitKubeconfig(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,7 @@ const (
 // with its own webhook (also with A dead), the controllers' Leases have
 // one holder and move off the dead replica, and A, restarted, rejoins.
 func TestPlaneReplicas(t *testing.T) {
+	t.Parallel()
 	dsn := framework.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -31,6 +31,7 @@ var (
 // members and cellfed-controller (with its rollout controller); the test
 // plays the members' deployment controllers by writing Deployment status.
 func TestRollout(t *testing.T) {
+	t.Parallel()
 	f := startFederation(t, 3)
 	outer := t
 	t.Run("manual rollout: start, status, pause, next, undo, finish", func(t *testing.T) { testManualRollout(t, f) })

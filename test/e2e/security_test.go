@@ -47,6 +47,7 @@ rules:
 		"--encryption-provider-config=" + encryption,
 		"--audit-policy-file=" + policy,
 		"--audit-log-path=" + auditLog,
+		"--default-federated-types=", // secrets only: no federated types to install
 	}})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	k.MustRun(t, "", "-n", "default", "create", "secret", "generic", "vault", "--from-literal=token=plaintext-canary-42")

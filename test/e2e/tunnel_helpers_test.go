@@ -26,12 +26,13 @@ type tunnelled struct {
 	key    string
 }
 
-// startTunnelPlane starts a plane with the tunnel hub on free ports; the
-// agent listener on all addresses, so agents in a NetNS reach it.
-func startTunnelPlane(t *testing.T) (*framework.Server, framework.TunnelPorts) {
+// startTunnelPlane starts a plane with the tunnel hub on free ports and
+// extraArgs; the agent listener on all addresses, so agents in a NetNS
+// reach it.
+func startTunnelPlane(t *testing.T, extraArgs ...string) (*framework.Server, framework.TunnelPorts) {
 	t.Helper()
 	args, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
-	return framework.StartPlane(t, framework.PlaneOptions{Args: append(args, framework.AllowHandIssuedAgents)}), ports
+	return framework.StartPlane(t, framework.PlaneOptions{Args: append(append(args, framework.AllowHandIssuedAgents), extraArgs...)}), ports
 }
 
 // startTunnelledMember starts a member kube-apiserver and its agent in a

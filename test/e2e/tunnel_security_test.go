@@ -77,7 +77,7 @@ func rogueAgent(t *testing.T, plane *framework.Server, ports framework.TunnelPor
 func TestTunnelImpersonation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	plane, ports := startTunnelPlane(t)
+	plane, ports := startTunnelPlane(t, "--default-federated-types=") // federates nothing
 	// alpha's agent ID is known to the attacker.
 	const alphaAgentID = "alpha/a1"
 	alpha := startTunnelledMember(t, plane, ports, "alpha", "--agent-id="+alphaAgentID)

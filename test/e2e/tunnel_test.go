@@ -55,7 +55,7 @@ func memberConfigVia(t *testing.T, m *framework.Server, dial func(ctx context.Co
 // credentials are refused; the hub's metrics count it.
 func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 	t.Parallel()
-	plane, ports := startTunnelPlane(t)
+	plane, ports := startTunnelPlane(t, "--default-federated-types=") // federates nothing
 	tm := startTunnelledMember(t, plane, ports, "edge-1")
 	ctx := context.Background()
 
@@ -157,8 +157,9 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 // and the CONNECT frontend like the embedded hub.
 func TestTunnelStandaloneProxy(t *testing.T) {
 	t.Parallel()
-	plane := framework.StartPlane(t, framework.PlaneOptions{}) // its own hub disabled
-	member := framework.StartMember(t, "solo")
+	// Its own hub disabled; it federates nothing.
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}}, 1)
+	member := members[0]
 	secret := filepath.Join(t.TempDir(), "connect.secret")
 	ports := framework.TunnelPorts{AgentBind: "127.0.0.1", AgentPort: framework.FreePort(t), GRPCPort: framework.FreePort(t), ConnectPort: framework.FreePort(t)}
 	f := plane.PKI()

@@ -28,8 +28,7 @@ import (
 func TestUpstreamKubeFed(t *testing.T) {
 	t.Parallel()
 	framework.KubeFedBinary(t) // fail before starting servers if it is not built
-	plane := framework.StartPlane(t, framework.PlaneOptions{})
-	members := framework.StartMembers(t, 2)
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, 2)
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	m0 := framework.JoinMember(t, plane, members[0], "member-0")
 	m1 := framework.JoinMember(t, plane, members[1], "member-1")

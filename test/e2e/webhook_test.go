@@ -35,6 +35,7 @@ import (
 // admission at cellfed-webhook, and drives it with kubectl: the same
 // behaviour as the plane's built-in webhooks.
 func TestStandaloneWebhookOnCommunityAPIServer(t *testing.T) {
+	t.Parallel()
 	member := framework.StartMember(t, "community")
 	k := framework.Kubectl{Kubeconfig: member.Kubeconfig}
 

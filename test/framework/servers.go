@@ -154,6 +154,23 @@ func StartPlane(t testing.TB, o PlaneOptions) *Server {
 	return s
 }
 
+// StartPlaneWithMembers starts the plane and n members at once (named as
+// StartMembers names them, with memberArgs) and waits until all are ready:
+// the plane's start-up overlaps the members' instead of preceding it.
+func StartPlaneWithMembers(t testing.TB, o PlaneOptions, n int, memberArgs ...string) (*Server, []*Server) {
+	t.Helper()
+	wait := !o.NoWait
+	o.NoWait = true
+	plane := StartPlane(t, o)
+	members := StartMembers(t, n, memberArgs...)
+	if wait {
+		if err := plane.WaitReady(context.Background()); err != nil {
+			t.Fatalf("cellfed-apiserver did not become ready: %v", err)
+		}
+	}
+	return plane, members
+}
+
 // StartMember starts one real kube-apiserver (bin/member-apiserver) on a
 // loopback port with its own SQLite database.
 func StartMember(t testing.TB, name string) *Server {

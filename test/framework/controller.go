@@ -53,8 +53,8 @@ func startController(t testing.TB, plane *Server, wait bool, args ...string) (*C
 		"--cluster-probe-timeout=1s",
 		"--cluster-failure-threshold=2",
 		"--cluster-timeout=10s",
-		"--leader-elect-lease-duration=4s",
-		"--leader-elect-renew-deadline=3s",
+		"--leader-elect-lease-duration=6s",
+		"--leader-elect-renew-deadline=5s",
 		"--leader-elect-retry-period=500ms",
 	}
 	p := StartProcess(t, "cellfed-controller", filepath.Join(t.TempDir(), "controller.log"), Binary(t, "cellfed-controller"), append(base, args...)...)

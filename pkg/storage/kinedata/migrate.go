@@ -87,7 +87,7 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateResult, error) {
 	}
 	fmt.Fprintf(o.Out, "copying %d rows (revisions %d–%d) from %s to %s\n", remaining, after+1, srcStats.MaxID, o.From.Description, o.To.Description)
 	p := Progress{Total: remaining, Started: time.Now()}
-	lastLine := p.Started
+	lastLine, printed := p.Started, int64(-1)
 	for {
 		rows, err := src.ReadRows(ctx, src.DB, after, 0, o.Batch)
 		if err != nil {
@@ -104,7 +104,7 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateResult, error) {
 		res.Copied = p.Done
 		if now := time.Now(); now.Sub(lastLine) >= o.ProgressEvery {
 			fmt.Fprintln(o.Out, p.Line(now))
-			lastLine = now
+			lastLine, printed = now, p.Done
 		}
 		if o.AfterBatch != nil {
 			if err := o.AfterBatch(after); err != nil {
@@ -112,7 +112,9 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateResult, error) {
 			}
 		}
 	}
-	fmt.Fprintln(o.Out, p.Line(time.Now()))
+	if printed != p.Done {
+		fmt.Fprintln(o.Out, p.Line(time.Now()))
+	}
 	if err := dst.SetCounter(ctx, dst.DB, srcStats.NextID); err != nil {
 		return res, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -16,6 +17,10 @@ import (
 	"github.com/cellfed/cellfed/pkg/storage"
 	"github.com/cellfed/cellfed/pkg/storage/kinedata"
 )
+
+// quietKine keeps kine's schema code (it creates the target's table) to
+// warnings: its info lines would drown the tools' own output.
+func quietKine() { logrus.SetLevel(logrus.WarnLevel) }
 
 func newMigrateCommand() *cobra.Command {
 	var from, to string
@@ -38,6 +43,7 @@ start the plane on the target with the same --data-dir (PKI) and KMS key file.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			quietKine()
 			if from == "" || to == "" {
 				return fmt.Errorf("--from and --to are required")
 			}
@@ -100,6 +106,7 @@ restore checks them.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			quietKine()
 			if to == "" || (dataDir == "" && endpoint == "") {
 				return fmt.Errorf("--to and --data-dir (or --datastore-endpoint) are required")
 			}
@@ -157,6 +164,7 @@ a revision the store has not reached and miss what is written next.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			quietKine()
 			if from == "" || to == "" {
 				return fmt.Errorf("--from and --to are required")
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,11 @@ func OpenSource(ctx context.Context, d storage.Database) (*Store, error) {
 // OpenTarget opens a store to write, creating the database and kine's
 // table (with kine's own schema code) when missing.
 func OpenTarget(ctx context.Context, d storage.Database) (*Store, error) {
+	if d.Kind == storage.KindSQLite {
+		if err := storage.EnsureWritableDir(filepath.Dir(d.SQLitePath)); err != nil {
+			return nil, err
+		}
+	}
 	if err := createSchema(ctx, d); err != nil {
 		return nil, err
 	}

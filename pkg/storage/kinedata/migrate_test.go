@@ -78,7 +78,7 @@ func fill(t *testing.T, c *clientv3.Client, n int) {
 }
 
 type kv struct {
-	value                 string
+	value                string
 	create, mod, version int64
 }
 

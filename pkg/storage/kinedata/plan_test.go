@@ -122,7 +122,7 @@ func TestProgressLine(t *testing.T) {
 
 func TestRestoreRevision(t *testing.T) {
 	for _, tc := range []struct {
-		name                               string
+		name                                 string
 		backup, overwritten, seen, gap, want int64
 	}{
 		{"above the overwritten store", 500, 1000, 0, 1, 1001},

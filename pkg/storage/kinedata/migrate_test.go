@@ -155,6 +155,29 @@ func TestMigrateResumesAfterInterruption(t *testing.T) {
 			t.Fatalf("%s: target %+v, source %+v", k, got[k], v)
 		}
 	}
+	// And back into a new data dir's SQLite, from the MariaDB copy.
+	back := storage.NewOptions()
+	back.DataDir = t.TempDir() + "/plane"
+	backDB, err := storage.DatabaseFor(back.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kinedata.Migrate(ctx, kinedata.MigrateOptions{From: to, To: backDB, Batch: 1000, Out: &out}); err != nil {
+		t.Fatalf("migrating MariaDB into a new data dir: %v", err)
+	}
+	c3, stop3 := startKine(t, back)
+	if got, rev := snapshot(t, c3); rev != wantRev || len(got) != len(want) {
+		t.Fatalf("SQLite copy at revision %d with %d keys, source at %d with %d", rev, len(got), wantRev, len(want))
+	}
+	r3, err := c3.Put(ctx, "/registry/configmaps/default/after", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.Header.Revision != wantRev+1 {
+		t.Fatalf("the SQLite copy's next write got revision %d, want %d", r3.Header.Revision, wantRev+1)
+	}
+	stop3()
+
 	r, err := c2.Put(ctx, "/registry/configmaps/default/after", "x")
 	if err != nil {
 		t.Fatal(err)

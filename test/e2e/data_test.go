@@ -137,7 +137,7 @@ func TestDataMigrateBackupRestore(t *testing.T) {
 		t.Fatalf("restore with another plane's PKI: %v\n%s", err, out)
 	}
 	run("restore", "--from", backup, "--to", endpoint, "--force", "--pki-dir", filepath.Join(dir, "pki"), "--kms-key-file", filepath.Join(dir, "kms", "keys"))
-	plane = startPlaneAt(t, dir, port, endpoint)
+	c = startPlaneAt(t, dir, port, endpoint).Client(t) // a new client on the restored plane
 	if got := listCMs(t, c); !equalMaps(got, restored) {
 		t.Fatalf("the restored plane does not serve the backed-up objects: %s", framework.DiffViews(got, restored))
 	}

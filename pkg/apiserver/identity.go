@@ -9,8 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	kmstypes "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
 
@@ -144,4 +147,48 @@ func createIdentity(ctx context.Context, raw *clientv3.Client, id planeIdentity)
 		return fmt.Errorf("another plane with a different PKI started on this database at the same moment (CA %s, this plane's %s); replicas must share the PKI (--shared-pki-dir)", stored.CA, id.CA)
 	}
 	return nil
+}
+
+// IdentityKey is where the plane identity record is stored, for the data
+// tools (backup records it, restore checks it).
+const IdentityKey = identityKey
+
+// CheckIdentityRecord compares a stored plane identity record (a backup's)
+// with the PKI in pkiDir, as a replica's start does: a plane whose CA,
+// service-account key or agent CA differ cannot serve the data (clients'
+// certificates, tokens and agents would all be rejected).
+func CheckIdentityRecord(record []byte, pkiDir string) error {
+	var stored planeIdentity
+	if err := json.Unmarshal(record, &stored); err != nil {
+		return fmt.Errorf("the plane identity record in the backup is corrupt: %w", err)
+	}
+	f := pki.Files{Dir: pkiDir}
+	local, err := localIdentity(f)
+	if err != nil {
+		return fmt.Errorf("%w (give the PKI of the plane that will serve the restored data)", err)
+	}
+	for _, c := range []struct{ what, file, stored, local string }{
+		{"CA", f.CACert(), stored.CA, local.CA},
+		{"service-account key", f.ServiceAccountKey(), stored.ServiceAccountKey, local.ServiceAccountKey},
+		{"agent CA", f.AgentCACert(), stored.AgentCA, local.AgentCA},
+	} {
+		if c.stored != c.local {
+			return fmt.Errorf("the backup was taken from a plane with another %s (%s) than %s (%s): a plane with this PKI could not serve the restored data (client certificates, service-account tokens and agents would be rejected); restore the PKI that was backed up with the data into %s, or point --pki-dir at it",
+				c.what, c.stored, c.file, c.local, pkiDir)
+		}
+	}
+	return nil
+}
+
+// EncryptedKeyID returns the KMS key ID that encrypted a stored value, if
+// the plane's KMS provider encrypted it.
+func EncryptedKeyID(v []byte) (string, bool) {
+	if !strings.HasPrefix(string(v), kmsPrefix) {
+		return "", false
+	}
+	var obj kmstypes.EncryptedObject
+	if err := proto.Unmarshal(v[len(kmsPrefix):], &obj); err != nil {
+		return "", false
+	}
+	return obj.KeyID, true
 }

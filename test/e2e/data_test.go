@@ -45,6 +45,7 @@ const dataNamespace = "data"
 // of it plane starts (14–26 s each) and client-go's reflector backoff
 // after the plane was down (up to 85 s before the informer came back).
 func TestDataMigrateBackupRestore(t *testing.T) {
+	t.Parallel()
 	const objects = 200
 	dir := t.TempDir()
 	port := framework.FreePort(t)
@@ -177,7 +178,8 @@ func startPlaneAt(t *testing.T, dir string, port int, endpoint string) *framewor
 	t.Helper()
 	start := time.Now()
 	defer func() { t.Logf("plane on %q ready in %s", endpoint, time.Since(start).Round(time.Millisecond)) }()
-	o := framework.PlaneOptions{Endpoint: endpoint}
+	// It writes ConfigMaps and a Secret only: no federated types.
+	o := framework.PlaneOptions{Endpoint: endpoint, Args: []string{"--default-federated-types="}}
 	p := framework.StartProcess(t, "cellfed-apiserver", filepath.Join(dir, "apiserver.log"),
 		framework.Binary(t, "cellfed-apiserver"), framework.PlaneArgs(dir, port, o)...)
 	s := &framework.Server{Process: p, DataDir: dir, Port: port, Kubeconfig: filepath.Join(dir, "admin.kubeconfig")}

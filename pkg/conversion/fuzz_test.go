@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,8 +30,8 @@ func FuzzConvertSpec(f *testing.F) {
 	f.Add(uint8(1), []byte(`{"placement":{"topologyType":"cluster"},"placementMask":{"topologies":[{"name":"m"}]}}`), "-")
 	f.Fuzz(func(t *testing.T, nsIndex uint8, specJSON []byte, newMask string) {
 		var spec map[string]any
-		if err := json.Unmarshal(specJSON, &spec); err != nil || spec == nil {
-			return
+		if err := json.Unmarshal(specJSON, &spec); err != nil || spec == nil || !utf8.ValidString(newMask) {
+			return // JSON (and so an annotation) holds only valid UTF-8
 		}
 		spec["template"] = map[string]any{"spec": map[string]any{"replicas": int64(1)}}
 		ns := namespaces[int(nsIndex)%len(namespaces)]

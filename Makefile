@@ -20,7 +20,7 @@ IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench mariadb postgres chromium board-screenshots fmt vet clean images lint
+.PHONY: all build kubectl kubefed run demo test test-unit bench fuzz mariadb postgres chromium board-screenshots fmt vet clean images lint
 
 all: build
 
@@ -82,6 +82,24 @@ test-unit:
 bench: build kubefed mariadb postgres chromium
 	go test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/conversion/
 	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
+
+# Go's native fuzzing, one target at a time for FUZZTIME each (go test
+# fuzzes one target of one package per run). Not part of `make test`,
+# which replays the committed corpus (testdata/fuzz) as ordinary tests. A
+# crash leaves its input under the package's testdata/fuzz/<target>/:
+# commit it with the fix. FUZZ_TARGETS=pkg:Target ... runs a subset.
+FUZZTIME ?= 60s
+FUZZ_TARGETS ?= \
+	./pkg/admission:FuzzAdmitFederated ./pkg/admission:FuzzAdmitCell \
+	./pkg/admission:FuzzValidateRegistration \
+	./pkg/conversion:FuzzConvertSpec ./pkg/conversion:FuzzRoundTrip ./pkg/conversion:FuzzReview \
+	./pkg/proxy:FuzzAgentMetadata ./pkg/proxy:FuzzConnectAuth ./pkg/proxy/agent:FuzzRewriteDial
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		go test -count=1 -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

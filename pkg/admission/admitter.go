@@ -14,6 +14,7 @@ import (
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/tenancy"
 )
@@ -28,7 +29,8 @@ type Admitter struct {
 // Mutate initialises the object of r in place: Cells and federated objects
 // get their namespace's tenant and workspace labels, a v1beta1 cluster
 // selector that names no cellfed.io/ label is pinned to physical
-// clusters, a created federated object of a type a controller propagates
+// clusters, a v1beta1 update that changes the spec only through the
+// conversion stash is marked so that it bumps the generation, a created federated object of a type a controller propagates
 // gets the sync controller's finalizer, and a KubeFedConfig gets KubeFed's
 // defaults.
 func (a *Admitter) Mutate(r Request) error {
@@ -46,6 +48,11 @@ func (a *Admitter) Mutate(r Request) error {
 	}
 	if r.isFederated() {
 		pinPhysicalSelector(r.Object.Object)
+		if r.Operation == Update && r.OldObject != nil && conversion.StashChanged(r.OldObject.Object, r.Object.Object) {
+			// A mask moved through the v1beta1 stash is a spec change:
+			// let the generation count it (see FieldStashChanged).
+			r.Object.Object[conversion.FieldStashChanged] = true
+		}
 		if err := a.addSyncFinalizer(r); err != nil {
 			return err
 		}

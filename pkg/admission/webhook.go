@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/cellfed/cellfed/pkg/conversion"
 )
 
 // Paths of the admission webhook in cellfed-webhook.
@@ -117,6 +119,9 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	}
 	if selAfter, _, _ := unstructured.NestedFieldNoCopy(r.Object.Object, "spec", "placement", "clusterSelector"); !reflect.DeepEqual(selBefore, selAfter) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/placement/clusterSelector", "value": selAfter})
+	}
+	if _, ok := r.Object.Object[conversion.FieldStashChanged]; ok {
+		ops = append(ops, map[string]any{"op": "add", "path": "/" + conversion.FieldStashChanged, "value": true})
 	}
 	if r.isKubeFedConfig() && !reflect.DeepEqual(specBefore, r.Object.Object["spec"]) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec", "value": r.Object.Object["spec"]})

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -52,6 +53,16 @@ var (
 	apiVersionV1beta2 = types.GroupName + "/" + typesv1beta2.Version
 )
 
+// FieldStashChanged is a top-level field admission sets on a v1beta1
+// update whose only change to the spec is in its v1beta2 view, made
+// through the AnnotationV1beta2Spec stash (a placement mask moved by a
+// v1beta1 client). The API server serves each version with that version
+// in memory, so it decides metadata.generation on the v1beta1 form, where
+// a stash is metadata and would not count: the field makes the change
+// count, as the same change written in v1beta2 does. Conversion to the
+// storage version drops it; it is never stored or served.
+const FieldStashChanged = "cellfedStashChanged"
+
 // Convert converts obj in place to apiVersion, which must be
 // types.kubefed.io/v1beta1 or v1beta2. Converting to the object's own
 // version is a no-op.
@@ -60,6 +71,7 @@ func Convert(obj map[string]any, apiVersion string) error {
 	if from == apiVersion {
 		return nil
 	}
+	delete(obj, FieldStashChanged)
 	switch {
 	case from == apiVersionV1beta2 && apiVersion == apiVersionV1beta1:
 		return toV1beta1(obj)
@@ -526,6 +538,23 @@ func setAnnotation(obj map[string]any, key string, value map[string]any) {
 		md["annotations"] = ann
 	}
 	ann[key] = string(b)
+}
+
+// StashChanged says whether a v1beta1 update from old to obj changes the
+// object's v1beta2 spec while its v1beta1 spec stays as it was: the change
+// is in the stash only, and the API server would not see it.
+func StashChanged(old, obj map[string]any) bool {
+	if old["apiVersion"] != apiVersionV1beta1 || obj["apiVersion"] != apiVersionV1beta1 {
+		return false
+	}
+	if !reflect.DeepEqual(old["spec"], obj["spec"]) {
+		return false // a spec change counts by itself
+	}
+	a, b := runtime.DeepCopyJSON(old), runtime.DeepCopyJSON(obj)
+	if toV1beta2(a) != nil || toV1beta2(b) != nil {
+		return false
+	}
+	return !reflect.DeepEqual(a["spec"], b["spec"])
 }
 
 // StashedV1beta2Spec returns the v1beta2 placement, placementMask and

@@ -549,6 +549,7 @@ func TestSpecNotAnObject(t *testing.T) {
 	}
 }
 
+<<<<<<< HEAD
 // TestV1beta1View: the in-process view is exactly what Convert makes of
 // a copy, and leaves the stored object as it was; StatusToV1beta2 turns
 // the view's status back into the stored one.
@@ -580,5 +581,52 @@ func TestV1beta1View(t *testing.T) {
 	v1 := obj(t, `{"apiVersion":"types.kubefed.io/v1beta1","metadata":{"name":"a"}}`)
 	if view, err := V1beta1View(v1); err != nil || !reflect.DeepEqual(view, v1) {
 		t.Errorf("a v1beta1 object's view = %v, %v; want the object itself", view, err)
+=======
+// TestStashChanged: a v1beta1 update changes the v1beta2 spec through the
+// stash only when the v1beta1 spec stays and the stash's view differs.
+func TestStashChanged(t *testing.T) {
+	v1 := func(stash string) map[string]any {
+		o := map[string]any{"apiVersion": apiVersionV1beta1, "kind": "FederatedDeployment",
+			"metadata": map[string]any{"name": "web", "namespace": "shop"},
+			"spec":     map[string]any{"placement": map[string]any{"clusters": []any{map[string]any{"name": "shop.a"}, map[string]any{"name": "shop.b"}}}}}
+		if stash != "" {
+			o["metadata"].(map[string]any)["annotations"] = map[string]any{AnnotationV1beta2Spec: stash}
+		}
+		return o
+	}
+	const (
+		maskA = `{"placement":{"topologyType":"cell","topologies":[{"name":"a"},{"name":"b"}]},"placementMask":{"topologies":[{"name":"a"}]}}`
+		maskB = `{"placement":{"topologyType":"cell","topologies":[{"name":"a"},{"name":"b"}]},"placementMask":{"topologies":[{"name":"b"}]}}`
+	)
+	other := v1(maskB)
+	other["spec"].(map[string]any)["placement"] = map[string]any{"clusters": []any{map[string]any{"name": "shop.a"}}}
+	v2 := v1("")
+	v2["apiVersion"] = apiVersionV1beta2
+	for _, tc := range []struct {
+		name     string
+		old, obj map[string]any
+		want     bool
+	}{
+		{"mask moved through the stash", v1(maskA), v1(maskB), true},
+		{"mask added through the stash", v1(""), v1(maskB), true},
+		{"mask removed through the stash", v1(maskA), v1(""), true},
+		{"stash unchanged", v1(maskA), v1(maskA), false},
+		{"spec changed too: counted by the spec", v1(maskA), other, false},
+		{"stash not JSON: ignored by conversion", v1(maskA), v1("{"), true},
+		{"v1beta2 objects: their mask is spec", v2, v2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StashChanged(tc.old, tc.obj); got != tc.want {
+				t.Errorf("StashChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// Conversion drops the mark whichever way it goes.
+	marked := v1(maskB)
+	marked[FieldStashChanged] = true
+	out := convert(t, marked, apiVersionV1beta2)
+	if _, ok := out[FieldStashChanged]; ok {
+		t.Errorf("conversion to v1beta2 kept %s", FieldStashChanged)
+>>>>>>> edges
 	}
 }

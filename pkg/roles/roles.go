@@ -23,6 +23,10 @@ const (
 	// else; bound cluster-wide to the group of cellfed's bootstrap tokens
 	// (BootstrapperGroup). Admission restricts what such a user may write.
 	RegistrationBootstrapper = "cellfed:registration-bootstrapper"
+	// TunnelHub may read ClusterRegistrations and nothing else: the
+	// identity a standalone cellfed-proxy watches them with, to admit
+	// only the agents of approved registrations.
+	TunnelHub = "cellfed:tunnel-hub"
 )
 
 // BootstrapperGroup is the extra group of the bootstrap tokens `cellfedctl
@@ -113,6 +117,12 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			ObjectMeta: meta(RegistrationBootstrapper, nil),
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{groupCellfed}, Resources: []string{"clusterregistrations"}, Verbs: []string{"create"}},
+			},
+		},
+		{
+			ObjectMeta: meta(TunnelHub, nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{groupCellfed}, Resources: []string{"clusterregistrations"}, Verbs: readVerbs},
 			},
 		},
 	}

@@ -82,6 +82,46 @@ func TestFederatedObjectsInBothVersions(t *testing.T) {
 		}
 	})
 
+	t.Run("a mask change through the v1beta1 stash bumps the generation", func(t *testing.T) {
+		// The controller and rollouts act on metadata.generation: a mask
+		// moved through the stash must count as a spec change exactly as
+		// one written in v1beta2 does.
+		generation := func() int64 {
+			g, _ := field(getJSON(t, k, "-n", "shop", "get", fdV1beta2, "web"), "metadata", "generation").(float64)
+			return int64(g)
+		}
+		g0 := generation()
+		k.MustRun(t, "", "-n", "shop", "patch", fdV1beta2, "web", "--type=merge", "-p", `{"spec":{"placementMask":{"topologies":[{"name":"rz10a"}]}}}`)
+		if g := generation(); g != g0+1 {
+			t.Fatalf("generation after a v1beta2 mask change = %d, want %d", g, g0+1)
+		}
+		v1 := getJSON(t, k, "-n", "shop", "get", fdV1beta1, "web")
+		stash, _ := field(v1, "metadata", "annotations", "conversion.cellfed.io/v1beta2-spec").(string)
+		if !strings.Contains(stash, `"rz10a"`) {
+			t.Fatalf("v1beta1 stash does not carry the mask: %q", stash)
+		}
+		var spec map[string]any
+		if err := json.Unmarshal([]byte(stash), &spec); err != nil {
+			t.Fatal(err)
+		}
+		spec["placementMask"] = map[string]any{"topologies": []any{map[string]any{"name": "rz00a"}}}
+		patch := mustJSON(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"conversion.cellfed.io/v1beta2-spec": mustJSON(t, spec)}}})
+		k.MustRun(t, "", "-n", "shop", "patch", fdV1beta1, "web", "--type=merge", "-p", patch)
+		v2 := getJSON(t, k, "-n", "shop", "get", fdV1beta2, "web")
+		if got := names(field(v2, "spec", "placementMask", "topologies"), "name"); !reflect.DeepEqual(got, []string{"rz00a"}) {
+			t.Fatalf("placementMask after a v1beta1 stash change = %v, want [rz00a]", got)
+		}
+		if g, _ := field(v2, "metadata", "generation").(float64); int64(g) != g0+2 {
+			t.Fatalf("generation after a mask change through the v1beta1 stash = %d, want %d (as for a v1beta2 mask change)", int64(g), g0+2)
+		}
+		// A write through v1beta1 that leaves the mask alone changes no
+		// generation.
+		k.MustRun(t, "", "-n", "shop", "annotate", fdV1beta1, "web", "note=x")
+		if g := generation(); g != g0+2 {
+			t.Errorf("generation after a v1beta1 annotation = %d, want %d", g, g0+2)
+		}
+	})
+
 	t.Run("a placement change through v1beta1 reads back as cells", func(t *testing.T) {
 		k.MustRun(t, "", "-n", "shop", "patch", fdV1beta1, "web", "--type=merge", "-p", `{"spec":{"placement":{"clusters":[{"name":"shop.rz01a"}]}}}`)
 		v2 := getJSON(t, k, "-n", "shop", "get", fdV1beta2, "web")

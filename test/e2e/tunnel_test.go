@@ -6,16 +6,20 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/pkg/proxy"
 	"github.com/cellfed/cellfed/test/framework"
 )
@@ -154,20 +158,37 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 
 // TestTunnelStandaloneProxy: cellfed-proxy, the hub apart from the plane,
 // with the plane's serving certificate, agent CA and CA, serves an agent
-// and the CONNECT frontend like the embedded hub.
+// and the CONNECT frontend like the embedded hub, and admits agents as the
+// plane's hub does: it watches ClusterRegistrations through the plane's
+// API with a ServiceAccount bound to cellfed:tunnel-hub (which may read
+// registrations and nothing else), and drops and refuses the agent of a
+// registration that is denied.
 func TestTunnelStandaloneProxy(t *testing.T) {
 	t.Parallel()
 	// Its own hub disabled; it federates nothing.
-	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}}, 1)
-	member := members[0]
+	plane := framework.StartPlane(t, framework.PlaneOptions{Args: []string{"--default-federated-types="}})
+	member := framework.StartMember(t, "solo")
+	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+	hubKubeconfig := tunnelHubKubeconfig(t, plane, k)
 	secret := filepath.Join(t.TempDir(), "connect.secret")
 	ports := framework.TunnelPorts{AgentBind: "127.0.0.1", AgentPort: framework.FreePort(t), GRPCPort: framework.FreePort(t), ConnectPort: framework.FreePort(t)}
 	f := plane.PKI()
-	framework.StartProcess(t, "cellfed-proxy", filepath.Join(t.TempDir(), "proxy.log"), framework.Binary(t, "cellfed-proxy"),
-		"--tls-cert-file="+f.ServingCert(), "--tls-private-key-file="+f.ServingKey(),
-		"--agent-ca-file="+f.AgentCACert(), "--client-ca-file="+f.CACert(), "--connect-secret-file="+secret,
-		"--tunnel-agent-port="+strconv.Itoa(ports.AgentPort), "--tunnel-grpc-port="+strconv.Itoa(ports.GRPCPort),
-		"--tunnel-connect-port="+strconv.Itoa(ports.ConnectPort), "--v=2")
+	args := []string{"--tls-cert-file=" + f.ServingCert(), "--tls-private-key-file=" + f.ServingKey(),
+		"--agent-ca-file=" + f.AgentCACert(), "--client-ca-file=" + f.CACert(), "--connect-secret-file=" + secret,
+		"--tunnel-agent-port=" + strconv.Itoa(ports.AgentPort), "--tunnel-grpc-port=" + strconv.Itoa(ports.GRPCPort),
+		"--tunnel-connect-port=" + strconv.Itoa(ports.ConnectPort), "--v=2"}
+
+	t.Run("without registrations or an explicit opt-out it does not start", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, framework.Binary(t, "cellfed-proxy"), args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "give it --plane-kubeconfig") {
+			t.Fatalf("cellfed-proxy without --plane-kubeconfig: err %v, output:\n%s", err, out)
+		}
+	})
+
+	hub := framework.StartProcess(t, "cellfed-proxy", filepath.Join(t.TempDir(), "proxy.log"), framework.Binary(t, "cellfed-proxy"),
+		append(args, "--plane-kubeconfig="+hubKubeconfig, "--tunnel-allow-unregistered-agents")...)
 	cert, key := framework.IssueAgentCert(t, plane, "solo", time.Hour)
 	framework.StartAgent(t, plane, ports, framework.AgentOptions{Cluster: "solo", CertFile: cert, KeyFile: key, Kubeconfig: member.Kubeconfig})
 	var raw []byte
@@ -188,4 +209,72 @@ func TestTunnelStandaloneProxy(t *testing.T) {
 	if _, err := kubernetes.NewForConfigOrDie(memberConfigVia(t, member, d.DialFunc("solo"))).Discovery().ServerVersion(); err != nil {
 		t.Fatalf("member through cellfed-proxy's gRPC frontend: %v", err)
 	}
+
+	t.Run("the hub's identity reads registrations only", func(t *testing.T) {
+		hk := framework.Kubectl{Kubeconfig: hubKubeconfig}
+		if out, err := hk.Run(context.Background(), "", "get", "clusterregistrations"); err != nil {
+			t.Errorf("the hub's identity cannot list registrations: %v %s", err, out)
+		}
+		for _, args := range [][]string{{"get", "secrets", "-A"}, {"get", "kubefedclusters", "-A"}, {"delete", "clusterregistration", "solo"}} {
+			if _, err := hk.Run(context.Background(), "", args...); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+				t.Errorf("kubectl %v as the hub: %v, want Forbidden", args, err)
+			}
+		}
+	})
+
+	t.Run("a denied registration's agent is dropped and refused", func(t *testing.T) {
+		_, csr, err := pki.NewAgentKeyAndCSR("solo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := member.RESTConfig(t)
+		ca := cfg.CAData
+		if len(ca) == 0 {
+			if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reg := mustJSON(t, cellv1alpha1.ClusterRegistration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: cellv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterRegistration"},
+			ObjectMeta: metav1.ObjectMeta{Name: "solo"},
+			Spec:       cellv1alpha1.ClusterRegistrationSpec{APIEndpoint: "https://127.0.0.1:6443", CABundle: ca, CSR: csr},
+		})
+		k.MustRun(t, reg, "create", "-f", "-")
+		newCellfedctl(t, plane.Kubeconfig).ok(t, "registration", "deny", "solo", "--reason=unknown site")
+		if err := framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+			return strings.Contains(hub.Tail(100), "the registration of cluster solo is Denied"), nil
+		}); err != nil {
+			t.Fatalf("cellfed-proxy did not refuse the agent of a denied registration: %v\n%s", err, hub.Tail(30))
+		}
+		via := kubernetes.NewForConfigOrDie(memberConfigVia(t, member, d.DialFunc("solo")))
+		if err := framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+			_, err := via.Discovery().ServerVersion()
+			return err != nil, nil
+		}); err != nil {
+			t.Fatal("the member of a denied registration is still reachable through cellfed-proxy")
+		}
+	})
+}
+
+// tunnelHubKubeconfig is a kubeconfig for the plane with the token of a
+// ServiceAccount bound to cellfed:tunnel-hub, as docs/registration.md
+// sets up a standalone cellfed-proxy.
+func tunnelHubKubeconfig(t *testing.T, plane *framework.Server, k framework.Kubectl) string {
+	t.Helper()
+	k.MustRun(t, "", "-n", "kube-federation-system", "create", "serviceaccount", "cellfed-proxy")
+	k.MustRun(t, "", "create", "clusterrolebinding", "cellfed-proxy", "--clusterrole=cellfed:tunnel-hub", "--serviceaccount=kube-federation-system:cellfed-proxy")
+	token := strings.TrimSpace(k.MustRun(t, "", "-n", "kube-federation-system", "create", "token", "cellfed-proxy", "--duration=1h"))
+	cfg, err := clientcmd.LoadFromFile(plane.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.ClientCertificate, a.ClientKey, a.ClientCertificateData, a.ClientKeyData = "", "", nil, nil
+		a.Token = token
+	}
+	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

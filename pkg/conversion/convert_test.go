@@ -549,7 +549,6 @@ func TestSpecNotAnObject(t *testing.T) {
 	}
 }
 
-<<<<<<< HEAD
 // TestV1beta1View: the in-process view is exactly what Convert makes of
 // a copy, and leaves the stored object as it was; StatusToV1beta2 turns
 // the view's status back into the stored one.
@@ -581,7 +580,9 @@ func TestV1beta1View(t *testing.T) {
 	v1 := obj(t, `{"apiVersion":"types.kubefed.io/v1beta1","metadata":{"name":"a"}}`)
 	if view, err := V1beta1View(v1); err != nil || !reflect.DeepEqual(view, v1) {
 		t.Errorf("a v1beta1 object's view = %v, %v; want the object itself", view, err)
-=======
+	}
+}
+
 // TestStashChanged: a v1beta1 update changes the v1beta2 spec through the
 // stash only when the v1beta1 spec stays and the stash's view differs.
 func TestStashChanged(t *testing.T) {
@@ -627,6 +628,5 @@ func TestStashChanged(t *testing.T) {
 	out := convert(t, marked, apiVersionV1beta2)
 	if _, ok := out[FieldStashChanged]; ok {
 		t.Errorf("conversion to v1beta2 kept %s", FieldStashChanged)
->>>>>>> edges
 	}
 }

@@ -29,6 +29,10 @@ const (
 	Failed CellState = "failed"
 )
 
+// StatusWriteInProgress is the propagation status of a cell whose member
+// has not answered a write yet: updating, not failed.
+const StatusWriteInProgress = "WriteInProgress"
+
 // Row is one placed cell's line of `rollout status`.
 type Row struct {
 	Cell    string
@@ -72,7 +76,7 @@ func Rows(fed *typesv1beta2.FederatedObject, placed []string) []Row {
 		switch {
 		case !r.Released:
 			r.State = HeldBack
-		case known && ts.Status != "OK" && ts.Status != "HeldBack" && ts.Status != "":
+		case known && ts.Status != "OK" && ts.Status != "HeldBack" && ts.Status != "" && ts.Status != StatusWriteInProgress:
 			r.State = Failed
 			if r.Detail == "" {
 				r.Detail = ts.Status

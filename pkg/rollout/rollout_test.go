@@ -114,6 +114,11 @@ func TestRows(t *testing.T) {
 			want: "rz20a=failed,rz00a=updated,rz10a=updated",
 		},
 		{
+			name: "a member slow to answer a write is updating, not failed",
+			fed:  fedObject(2, 2, placed, nil, top("rz20a", StatusWriteInProgress, 1, "y"), top("rz00a", "OK", 2, "y"), top("rz10a", "OK", 2, "y")),
+			want: "rz20a=updating,rz00a=updated,rz10a=updated",
+		},
+		{
 			name: "empty mask releases nothing",
 			fed:  fedObject(2, 2, placed, []string{}, top("rz20a", "HeldBack", 1, "y")),
 			want: "rz20a=held back,rz00a=held back,rz10a=held back", done: true,

@@ -63,6 +63,7 @@ type memberInformers struct {
 
 type resourceInformer struct {
 	informer cache.SharedIndexInformer
+	started  time.Time
 	spec     []string // the spec fields its cache keeps
 	cancel   context.CancelFunc
 	regs     map[*watch]cache.ResourceEventHandlerRegistration
@@ -181,6 +182,25 @@ func (m *Member) Get(gvr schema.GroupVersionResource, namespace, name string) (*
 	return u, nil
 }
 
+// LoadingGrace is how long a member cache that has not loaded yet counts
+// as loading (Loading) rather than failing.
+const LoadingGrace = 30 * time.Second
+
+// Loading reports whether the member is ready and its cache of gvr is
+// still loading, started less than LoadingGrace ago: what it holds is
+// not known yet, and soon will be. A cache that cannot load (the
+// resource is missing on the member) stops counting as loading after
+// the grace.
+func (m *Member) Loading(gvr schema.GroupVersionResource) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.health.Ready || m.informers == nil {
+		return false
+	}
+	ri := m.informers.byGVR[gvr]
+	return ri != nil && !ri.informer.HasSynced() && time.Since(ri.started) < LoadingGrace
+}
+
 // Key identifies the member: clusters with the same key reach the same
 // member API server with the same access.
 func (m *Member) Key() string { return m.key }
@@ -212,8 +232,9 @@ func (mi *memberInformers) add(dyn dynamic.Interface, w *watch) {
 		ri = &resourceInformer{
 			informer: dynamicinformer.NewFilteredDynamicInformer(dyn, w.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
 				func(o *metav1.ListOptions) { o.LabelSelector = ManagedLabel + "=true" }).Informer(),
-			cancel: cancel,
-			regs:   map[*watch]cache.ResourceEventHandlerRegistration{},
+			cancel:  cancel,
+			regs:    map[*watch]cache.ResourceEventHandlerRegistration{},
+			started: time.Now(),
 		}
 		if err := ri.informer.SetTransform(Lean(w.spec)); err != nil {
 			klog.ErrorS(err, "Setting the member cache's transform", "resource", w.gvr)

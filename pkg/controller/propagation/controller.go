@@ -508,9 +508,14 @@ func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.P
 			members[cand.Member] = m
 			h, seen := holds[m]
 			if !seen && cand.Ready {
-				// A member still loading reports its objects as they
-				// load, which requeues them.
-				o, _ := m.Get(c.typ.Target, ns, name)
+				o, err := m.Get(c.typ.Target, ns, name)
+				if err != nil && m.Loading(c.typ.Target) {
+					// Deciding now would report the cluster
+					// ClusterNotReady while its cache loads; the
+					// member reports its objects as they load, and the
+					// retry covers those it does not hold.
+					return in, nil, fmt.Errorf("member of cluster %s: %w", cl.Name, errLoading)
+				}
 				h = o != nil
 				holds[m] = h
 			}
@@ -526,6 +531,9 @@ func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.P
 // deciding now would report it ClusterNotReady — which a rollout reads as
 // a failing cell. The member's first probe requeues every object.
 var errNotProbed = errors.New("not probed yet")
+
+// errLoading: a ready member's cache of the type is still loading.
+var errLoading = errors.New("cache loading")
 
 // result is the outcome of one intent.
 type result struct {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,7 +161,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Location:        &loc,
 		Transport:       m.transport,
 		UseLocationHost: true,
-		Responder:       responder{cluster: cluster.Name, tunnel: m.tunnel},
+		Responder:       responder{cluster: cluster.Name, tunnel: m.tunnel, pingTimeout: m.pingTimeout},
 	}
 	p.ServeHTTP(w, r)
 }
@@ -229,8 +230,9 @@ func errorStatus(cluster string, err error) *Refusal {
 // responder answers errors of the proxied request itself: the member
 // connection failed (dial, TLS, tunnel stream, dead connection).
 type responder struct {
-	cluster string
-	tunnel  bool
+	cluster     string
+	tunnel      bool
+	pingTimeout time.Duration
 }
 
 func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
@@ -240,6 +242,11 @@ func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
 			return // the caller went away
 		}
 		u = &UnreachableError{Cluster: r.cluster, Tunnel: r.tunnel, Err: err}
+		if strings.Contains(err.Error(), "client connection lost") {
+			// The HTTP/2 health check closed a connection whose link went
+			// silent.
+			u.Err = fmt.Errorf("the connection went silent (no answer to a ping within %v)", r.pingTimeout)
+		}
 	}
 	klog.V(2).InfoS("API proxy request failed", "cluster", r.cluster, "path", req.URL.Path, "err", err)
 	writeStatus(w, &Refusal{Code: http.StatusServiceUnavailable, Message: u.Error()})

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http2"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -51,7 +52,7 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() Options {
-	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: false, MemberRBACResync: time.Minute}
+	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: true, MemberRBACResync: time.Minute}
 }
 
 // TunnelDialer opens connections to tunnelled members (proxy.Dialer).
@@ -103,9 +104,11 @@ type member struct {
 	base      *url.URL
 	tunnel    bool
 	transport *http.Transport
-	restCfg   *rest.Config // without credentials
-	namespace string       // member namespace of the proxy's ServiceAccount
-	secret    string
+	// pingTimeout is how long the HTTP/2 health check waits for a ping.
+	pingTimeout time.Duration
+	restCfg     *rest.Config // without credentials
+	namespace   string       // member namespace of the proxy's ServiceAccount
+	secret      string
 
 	mu     sync.Mutex
 	token  string
@@ -190,14 +193,14 @@ func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error)
 		conn, err := dial(ctx, network, address)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("no connection within %v", timeout)
+				err = fmt.Errorf("no connection within %v (the member, or its tunnel's agent, does not answer)", timeout)
 			}
 			return nil, &UnreachableError{Cluster: c.Name, Tunnel: m.tunnel, Err: err}
 		}
 		return conn, nil
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: base.Hostname()}
-	m.transport = utilnet.SetTransportDefaults(&http.Transport{
+	m.transport = utilnet.SetOldTransportDefaults(&http.Transport{
 		DialContext:         timedDial,
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: timeout,
@@ -205,9 +208,28 @@ func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error)
 		IdleConnTimeout:     90 * time.Second,
 		Proxy:               func(*http.Request) (*url.URL, error) { return nil, nil },
 	})
+	// One HTTP/2 connection per member carries all requests. A link that
+	// goes silent (no FIN, no RST: a dropped route, a stopped agent) would
+	// hold them until TCP gives up; a ping after half the dial timeout
+	// without a frame, answered within the other half, closes it sooner,
+	// so callers get 503 within the dial timeout.
+	h2, err := http2.ConfigureTransports(m.transport)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: HTTP/2 to the member: %w", c.Name, err)
+	}
+	h2.ReadIdleTimeout, h2.PingTimeout = HealthCheck(timeout)
+	m.pingTimeout = h2.PingTimeout
 	m.restCfg = &rest.Config{Host: base.String(), Timeout: 30 * time.Second, UserAgent: "cellfed-apiserver/api-proxy",
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.Spec.CABundle, ServerName: base.Hostname()}, Dial: timedDial}
 	return m, nil
+}
+
+// HealthCheck splits the dial timeout into the HTTP/2 connection's read
+// idle timeout (a ping is sent after it passes without a frame) and its
+// ping timeout (the connection is closed when the ping is not answered).
+func HealthCheck(dialTimeout time.Duration) (readIdle, ping time.Duration) {
+	readIdle = dialTimeout / 2
+	return readIdle, dialTimeout - readIdle
 }
 
 // tokenFor returns a token of the proxy's identity in m's member, setting

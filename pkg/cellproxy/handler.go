@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httputil"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -157,14 +159,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	loc.Path = strings.TrimSuffix(m.base.Path, "/") + memberPath
 	loc.RawPath = ""
 	loc.RawQuery = r.URL.RawQuery
+	resp := responder{cluster: cluster.Name, tunnel: m.tunnel, pingTimeout: m.pingTimeout}
+	if !httpstream.IsUpgradeRequest(r) {
+		// Plain requests and watches: a reverse proxy with pooled copy
+		// buffers (the upgrade-aware handler allocates 32 KiB for each).
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL = &loc
+				pr.Out.Host = ""
+			},
+			Transport:    m.transport,
+			BufferPool:   copyBuffers,
+			ErrorHandler: resp.Error,
+			ErrorLog:     proxyErrorLog,
+		}
+		rp.ServeHTTP(w, r)
+		return
+	}
 	p := &proxy.UpgradeAwareHandler{
 		Location:        &loc,
 		Transport:       m.transport,
 		UseLocationHost: true,
-		Responder:       responder{cluster: cluster.Name, tunnel: m.tunnel, pingTimeout: m.pingTimeout},
+		Responder:       resp,
 	}
 	p.ServeHTTP(w, r)
 }
+
+// copyBuffers are the reverse proxy's response copy buffers.
+var copyBuffers = &bufferPool{sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	buf, _ := b.p.Get().(*[]byte)
+	return *buf
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// proxyErrorLog takes the reverse proxy's own messages (a response cut
+// off mid-copy) into klog.
+var proxyErrorLog = klog.NewStandardLogger("WARNING")
 
 // authorizeCell asks the plane's authorizer whether u may get the Cell.
 func (h *Handler) authorizeCell(ctx context.Context, u user.Info, s Scope) *Refusal {

@@ -99,8 +99,11 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 type member struct {
-	cluster   string
-	key       string
+	cluster string
+	key     string
+	// src is the KubeFedCluster last seen with this access (the
+	// informer's object: a change replaces it).
+	src       *fedv1b1.KubeFedCluster
 	base      *url.URL
 	tunnel    bool
 	transport *http.Transport
@@ -130,21 +133,27 @@ func accessKey(c *fedv1b1.KubeFedCluster) string {
 // get returns the member connection for c, built anew when c's access
 // changed.
 func (ms *Members) get(c *fedv1b1.KubeFedCluster) (*member, error) {
-	key := accessKey(c)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	if m := ms.m[c.Name]; m != nil && m.key == key {
+	m := ms.m[c.Name]
+	if m != nil && m.src == c {
+		return m, nil // the same cached object: its access has not changed
+	}
+	key := accessKey(c)
+	if m != nil && m.key == key {
+		m.src = c
 		return m, nil
 	}
-	m, err := ms.build(c, key)
+	built, err := ms.build(c, key)
 	if err != nil {
 		return nil, err
 	}
-	if old := ms.m[c.Name]; old != nil {
-		old.transport.CloseIdleConnections()
+	if m != nil {
+		m.transport.CloseIdleConnections()
 	}
-	ms.m[c.Name] = m
-	return m, nil
+	built.src = c
+	ms.m[c.Name] = built
+	return built, nil
 }
 
 func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error) {
@@ -192,7 +201,7 @@ func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error)
 		defer cancel()
 		conn, err := dial(ctx, network, address)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				err = fmt.Errorf("no connection within %v (the member, or its tunnel's agent, does not answer)", timeout)
 			}
 			return nil, &UnreachableError{Cluster: c.Name, Tunnel: m.tunnel, Err: err}

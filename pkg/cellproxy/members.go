@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/http2"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -209,6 +208,13 @@ func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error)
 		return conn, nil
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: base.Hostname()}
+	// One HTTP/2 connection per member carries all requests. A link that
+	// goes silent (no FIN, no RST: a dropped route, a stopped agent) would
+	// hold them until TCP gives up; a ping after half the dial timeout
+	// without a frame, answered within the other half, closes it sooner,
+	// so callers get 503 within the dial timeout.
+	readIdle, ping := HealthCheck(timeout)
+	m.pingTimeout = ping
 	m.transport = utilnet.SetOldTransportDefaults(&http.Transport{
 		DialContext:         timedDial,
 		TLSClientConfig:     tlsConfig,
@@ -216,18 +222,9 @@ func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error)
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 		Proxy:               func(*http.Request) (*url.URL, error) { return nil, nil },
+		ForceAttemptHTTP2:   true,
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: readIdle, PingTimeout: ping},
 	})
-	// One HTTP/2 connection per member carries all requests. A link that
-	// goes silent (no FIN, no RST: a dropped route, a stopped agent) would
-	// hold them until TCP gives up; a ping after half the dial timeout
-	// without a frame, answered within the other half, closes it sooner,
-	// so callers get 503 within the dial timeout.
-	h2, err := http2.ConfigureTransports(m.transport)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: HTTP/2 to the member: %w", c.Name, err)
-	}
-	h2.ReadIdleTimeout, h2.PingTimeout = HealthCheck(timeout)
-	m.pingTimeout = h2.PingTimeout
 	m.restCfg = &rest.Config{Host: base.String(), Timeout: 30 * time.Second, UserAgent: "cellfed-apiserver/api-proxy",
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.Spec.CABundle, ServerName: base.Hostname()}, Dial: timedDial}
 	return m, nil

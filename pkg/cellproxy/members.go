@@ -51,7 +51,7 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() Options {
-	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: true, MemberRBACResync: time.Minute}
+	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: false, MemberRBACResync: time.Minute}
 }
 
 // TunnelDialer opens connections to tunnelled members (proxy.Dialer).

@@ -48,7 +48,7 @@ func TestCellProxy(t *testing.T) {
 	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy,
-		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), framework.AllowHandIssuedAgents)})
+		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), "--member-rbac", framework.AllowHandIssuedAgents)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
@@ -75,8 +75,8 @@ func TestCellProxy(t *testing.T) {
 	token := strings.TrimSpace(k.MustRun(t, "", "create", "token", "bot", "-n", "shop"))
 
 	// The members hold the workspaces' namespaces (as propagation makes
-	// them) and a pod; their RBAC follows the plane's grants (member RBAC
-	// is on by default).
+	// them) and a pod; their RBAC follows the plane's grants
+	// (--member-rbac).
 	for _, m := range []*framework.Server{direct, edge.member} {
 		mc := m.Client(t)
 		for _, ns := range []string{"shop", "billing"} {

@@ -117,6 +117,11 @@ var requestInfos = &request.RequestInfoFactory{
 	GrouplessAPIPrefixes: sets.NewString("api"),
 }
 
+// selfReviews are the cluster-scoped requests a cell proxy passes on:
+// reviews of the caller's own rights and identity.
+var selfReviews = sets.New("authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/selfsubjectrulesreviews",
+	"authentication.k8s.io/selfsubjectreviews")
+
 // Target is an allowed member request: what it does, for the audit log.
 type Target struct {
 	Verb, Resource, Namespace, Name string
@@ -148,6 +153,10 @@ func DecideCell(s Scope, cluster, method, memberPath string, query url.Values) (
 	}
 	t := Target{Verb: info.Verb, Resource: what, Namespace: info.Namespace, Name: info.Name}
 	switch {
+	case info.Verb == "create" && info.Name == "" && info.Subresource == "" && selfReviews.Has(info.APIGroup+"/"+info.Resource):
+		// kubectl auth can-i and auth whoami: the member says what the
+		// caller may do, or who it is; nothing is stored.
+		return t, nil
 	case info.Resource == "namespaces" && info.Namespace == ns && info.Subresource == "" && info.Verb == "get":
 		return t, nil
 	case info.Resource == "namespaces" && info.Namespace == ns:

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httputil"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,14 +159,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	loc.Path = strings.TrimSuffix(m.base.Path, "/") + memberPath
 	loc.RawPath = ""
 	loc.RawQuery = r.URL.RawQuery
+	resp := responder{cluster: cluster.Name, tunnel: m.tunnel, pingTimeout: m.pingTimeout}
+	if !httpstream.IsUpgradeRequest(r) {
+		// Plain requests and watches: a reverse proxy with pooled copy
+		// buffers (the upgrade-aware handler allocates 32 KiB for each).
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL = &loc
+				pr.Out.Host = ""
+			},
+			Transport:    m.transport,
+			BufferPool:   copyBuffers,
+			ErrorHandler: resp.Error,
+			ErrorLog:     proxyErrorLog,
+		}
+		rp.ServeHTTP(w, r)
+		return
+	}
 	p := &proxy.UpgradeAwareHandler{
 		Location:        &loc,
 		Transport:       m.transport,
 		UseLocationHost: true,
-		Responder:       responder{cluster: cluster.Name, tunnel: m.tunnel},
+		Responder:       resp,
 	}
 	p.ServeHTTP(w, r)
 }
+
+// copyBuffers are the reverse proxy's response copy buffers.
+var copyBuffers = &bufferPool{sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	buf, _ := b.p.Get().(*[]byte)
+	return *buf
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// proxyErrorLog takes the reverse proxy's own messages (a response cut
+// off mid-copy) into klog.
+var proxyErrorLog = klog.NewStandardLogger("WARNING")
 
 // authorizeCell asks the plane's authorizer whether u may get the Cell.
 func (h *Handler) authorizeCell(ctx context.Context, u user.Info, s Scope) *Refusal {
@@ -229,8 +265,9 @@ func errorStatus(cluster string, err error) *Refusal {
 // responder answers errors of the proxied request itself: the member
 // connection failed (dial, TLS, tunnel stream, dead connection).
 type responder struct {
-	cluster string
-	tunnel  bool
+	cluster     string
+	tunnel      bool
+	pingTimeout time.Duration
 }
 
 func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
@@ -240,6 +277,11 @@ func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
 			return // the caller went away
 		}
 		u = &UnreachableError{Cluster: r.cluster, Tunnel: r.tunnel, Err: err}
+		if strings.Contains(err.Error(), "client connection lost") {
+			// The HTTP/2 health check closed a connection whose link went
+			// silent.
+			u.Err = fmt.Errorf("the connection went silent (no answer to a ping within %v)", r.pingTimeout)
+		}
 	}
 	klog.V(2).InfoS("API proxy request failed", "cluster", r.cluster, "path", req.URL.Path, "err", err)
 	writeStatus(w, &Refusal{Code: http.StatusServiceUnavailable, Message: u.Error()})

@@ -94,7 +94,11 @@ func (ms *Members) SyncMemberRBAC(ctx context.Context, c *fedv1b1.KubeFedCluster
 	if err != nil {
 		return false, err
 	}
-	for _, r := range MemberRoles() {
+	roles := MemberRoles()
+	if len(want) == 0 {
+		roles = nil // a member no tenant uses gets no roles; stale bindings still go
+	}
+	for _, r := range roles {
 		got, err := member.RbacV1().ClusterRoles().Get(ctx, r.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -173,26 +177,53 @@ func (ms *Members) adminClient(ctx context.Context, m *member) (kubernetes.Inter
 
 // RunMemberRBAC keeps every physical member's RBAC in step with the
 // plane's grants: on every change of Cells and RoleBindings (trigger) and
-// every resync; sooner (retryAfter) while a member lacks a namespace or
-// fails.
+// every resync. Members are synced concurrently, each at most once at a
+// time, so a slow or unreachable member delays no other; a member that
+// lacks a namespace is tried again after retryAfter, one that fails
+// after a backoff doubling from retryAfter up to resync.
 func RunMemberRBAC(ctx context.Context, ms *Members, inf *Informers, bindings func() []*rbacv1.RoleBinding, trigger <-chan struct{}, resync time.Duration) {
-	const retryAfter = 2 * time.Second
+	type result struct {
+		cluster string
+		pending bool
+		err     error
+	}
+	results := make(chan result)
+	state := map[string]*rbacSync{}
+	dirty := true
 	for {
-		cells := inf.Cells()
-		rbs := bindings()
+		now := time.Now()
 		wait := resync
+		cells, rbs := inf.Cells(), bindings()
 		for _, c := range inf.Clusters() {
 			if strings.Contains(c.Name, ".") {
 				continue // per-cell clusters share their physical cluster's member
 			}
-			pending, err := ms.SyncMemberRBAC(ctx, c, DesiredBindings(c.Name, cells, rbs))
-			if err != nil {
-				klog.ErrorS(err, "Keeping member RBAC in step with tenancy", "cluster", c.Name)
+			st := state[c.Name]
+			if st == nil {
+				st = &rbacSync{}
+				state[c.Name] = st
 			}
-			if (pending || err != nil) && wait > retryAfter {
-				wait = retryAfter
+			if dirty {
+				st.dirty = true
 			}
+			if !st.due(now, resync) {
+				if d := st.next(now, resync); d < wait {
+					wait = d
+				}
+				continue
+			}
+			st.running, st.dirty, st.started = true, false, now
+			go func(c *fedv1b1.KubeFedCluster, want []*rbacv1.RoleBinding) {
+				sctx, cancel := context.WithTimeout(ctx, rbacSyncTimeout)
+				defer cancel()
+				pending, err := ms.SyncMemberRBAC(sctx, c, want)
+				select {
+				case results <- result{c.Name, pending, err}:
+				case <-ctx.Done():
+				}
+			}(c, DesiredBindings(c.Name, cells, rbs))
 		}
+		dirty = false
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -200,7 +231,72 @@ func RunMemberRBAC(ctx context.Context, ms *Members, inf *Informers, bindings fu
 			return
 		case <-t.C:
 		case <-trigger:
-			t.Stop()
+			dirty = true
+		case r := <-results:
+			if st := state[r.cluster]; st != nil {
+				st.finish(time.Now(), r.pending, r.err, resync)
+			}
+			if r.err != nil {
+				klog.ErrorS(r.err, "Keeping member RBAC in step with tenancy", "cluster", r.cluster)
+			}
 		}
+		t.Stop()
+	}
+}
+
+const (
+	// rbacRetryAfter is how soon a member is synced again while it lacks
+	// a namespace, and the first backoff after a failure.
+	rbacRetryAfter = 2 * time.Second
+	// rbacSyncTimeout bounds one member's sync.
+	rbacSyncTimeout = 30 * time.Second
+)
+
+// rbacSync is one member's sync state in RunMemberRBAC.
+type rbacSync struct {
+	running bool
+	dirty   bool // a Cell or RoleBinding changed since the last sync started
+	started time.Time
+	// notBefore holds the member back after a failure or a missing
+	// namespace.
+	notBefore time.Time
+	failures  int
+}
+
+// due reports whether the member is to be synced now.
+func (s *rbacSync) due(now time.Time, resync time.Duration) bool {
+	if s.running || now.Before(s.notBefore) {
+		return false
+	}
+	return s.dirty || s.started.IsZero() || !now.Before(s.started.Add(resync)) || s.failures > 0
+}
+
+// next is how long until the member may be due.
+func (s *rbacSync) next(now time.Time, resync time.Duration) time.Duration {
+	if s.running {
+		return resync // its result wakes the loop
+	}
+	at := s.started.Add(resync)
+	if s.notBefore.After(now) && (s.dirty || s.failures > 0 || s.notBefore.Before(at)) {
+		at = s.notBefore
+	}
+	return max(at.Sub(now), 0)
+}
+
+// finish records a sync's outcome.
+func (s *rbacSync) finish(now time.Time, pending bool, err error, resync time.Duration) {
+	s.running = false
+	switch {
+	case err != nil:
+		s.failures++
+		backoff := rbacRetryAfter << min(s.failures-1, 10)
+		s.notBefore = now.Add(min(backoff, resync))
+	case pending:
+		s.failures = 0
+		s.notBefore = now.Add(rbacRetryAfter)
+		s.dirty = true
+	default:
+		s.failures = 0
+		s.notBefore = time.Time{}
 	}
 }

@@ -1,7 +1,9 @@
 package cellproxy
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,58 @@ func TestDesiredBindings(t *testing.T) {
 			for i := range names {
 				if names[i] != tc.want[i] {
 					t.Fatalf("got %v, want %v", names, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRBACSyncSchedule(t *testing.T) {
+	const resync = time.Minute
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name    string
+		steps   func(s *rbacSync)
+		at      time.Duration // after t0
+		due     bool
+		nextMax time.Duration
+	}{
+		{name: "never synced", steps: func(*rbacSync) {}, due: true},
+		{name: "synced, nothing changed", steps: func(s *rbacSync) { s.started = t0; s.finish(t0, false, nil, resync) }, at: time.Second, due: false, nextMax: resync - time.Second},
+		{name: "synced, resync passed", steps: func(s *rbacSync) { s.started = t0; s.finish(t0, false, nil, resync) }, at: resync, due: true},
+		{name: "synced, then a change", steps: func(s *rbacSync) { s.started = t0; s.finish(t0, false, nil, resync); s.dirty = true }, at: time.Second, due: true},
+		{name: "running", steps: func(s *rbacSync) { s.started, s.running, s.dirty = t0, true, true }, at: resync * 2, due: false},
+		{name: "namespace missing: again after 2s", steps: func(s *rbacSync) { s.started = t0; s.finish(t0, true, nil, resync) }, at: time.Second, due: false, nextMax: time.Second},
+		{name: "namespace missing, 2s later", steps: func(s *rbacSync) { s.started = t0; s.finish(t0, true, nil, resync) }, at: 2 * time.Second, due: true},
+		{name: "failed once: back off 2s", steps: func(s *rbacSync) { s.started = t0; s.finish(t0, false, errors.New("x"), resync) }, at: time.Second, due: false, nextMax: time.Second},
+		{name: "failed three times: back off 8s", steps: func(s *rbacSync) {
+			for range 3 {
+				s.started = t0
+				s.finish(t0, false, errors.New("x"), resync)
+			}
+		}, at: 7 * time.Second, due: false, nextMax: time.Second},
+		{name: "failing long: back off at most resync", steps: func(s *rbacSync) {
+			for range 20 {
+				s.started = t0
+				s.finish(t0, false, errors.New("x"), resync)
+			}
+		}, at: resync, due: true},
+		{name: "a change waits out the backoff", steps: func(s *rbacSync) {
+			s.started = t0
+			s.finish(t0, false, errors.New("x"), resync)
+			s.dirty = true
+		}, at: time.Second, due: false, nextMax: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &rbacSync{}
+			tc.steps(s)
+			now := t0.Add(tc.at)
+			if got := s.due(now, resync); got != tc.due {
+				t.Errorf("due = %v, want %v", got, tc.due)
+			}
+			if !tc.due && !s.running {
+				if got := s.next(now, resync); got > tc.nextMax {
+					t.Errorf("next = %v, want at most %v", got, tc.nextMax)
 				}
 			}
 		})

@@ -98,14 +98,19 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 type member struct {
-	cluster   string
-	key       string
+	cluster string
+	key     string
+	// src is the KubeFedCluster last seen with this access (the
+	// informer's object: a change replaces it).
+	src       *fedv1b1.KubeFedCluster
 	base      *url.URL
 	tunnel    bool
 	transport *http.Transport
-	restCfg   *rest.Config // without credentials
-	namespace string       // member namespace of the proxy's ServiceAccount
-	secret    string
+	// pingTimeout is how long the HTTP/2 health check waits for a ping.
+	pingTimeout time.Duration
+	restCfg     *rest.Config // without credentials
+	namespace   string       // member namespace of the proxy's ServiceAccount
+	secret      string
 
 	mu     sync.Mutex
 	token  string
@@ -127,21 +132,27 @@ func accessKey(c *fedv1b1.KubeFedCluster) string {
 // get returns the member connection for c, built anew when c's access
 // changed.
 func (ms *Members) get(c *fedv1b1.KubeFedCluster) (*member, error) {
-	key := accessKey(c)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	if m := ms.m[c.Name]; m != nil && m.key == key {
+	m := ms.m[c.Name]
+	if m != nil && m.src == c {
+		return m, nil // the same cached object: its access has not changed
+	}
+	key := accessKey(c)
+	if m != nil && m.key == key {
+		m.src = c
 		return m, nil
 	}
-	m, err := ms.build(c, key)
+	built, err := ms.build(c, key)
 	if err != nil {
 		return nil, err
 	}
-	if old := ms.m[c.Name]; old != nil {
-		old.transport.CloseIdleConnections()
+	if m != nil {
+		m.transport.CloseIdleConnections()
 	}
-	ms.m[c.Name] = m
-	return m, nil
+	built.src = c
+	ms.m[c.Name] = built
+	return built, nil
 }
 
 func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error) {
@@ -189,25 +200,42 @@ func (ms *Members) build(c *fedv1b1.KubeFedCluster, key string) (*member, error)
 		defer cancel()
 		conn, err := dial(ctx, network, address)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("no connection within %v", timeout)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				err = fmt.Errorf("no connection within %v (the member, or its tunnel's agent, does not answer)", timeout)
 			}
 			return nil, &UnreachableError{Cluster: c.Name, Tunnel: m.tunnel, Err: err}
 		}
 		return conn, nil
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: base.Hostname()}
-	m.transport = utilnet.SetTransportDefaults(&http.Transport{
+	// One HTTP/2 connection per member carries all requests. A link that
+	// goes silent (no FIN, no RST: a dropped route, a stopped agent) would
+	// hold them until TCP gives up; a ping after half the dial timeout
+	// without a frame, answered within the other half, closes it sooner,
+	// so callers get 503 within the dial timeout.
+	readIdle, ping := HealthCheck(timeout)
+	m.pingTimeout = ping
+	m.transport = utilnet.SetOldTransportDefaults(&http.Transport{
 		DialContext:         timedDial,
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: timeout,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 		Proxy:               func(*http.Request) (*url.URL, error) { return nil, nil },
+		ForceAttemptHTTP2:   true,
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: readIdle, PingTimeout: ping},
 	})
 	m.restCfg = &rest.Config{Host: base.String(), Timeout: 30 * time.Second, UserAgent: "cellfed-apiserver/api-proxy",
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.Spec.CABundle, ServerName: base.Hostname()}, Dial: timedDial}
 	return m, nil
+}
+
+// HealthCheck splits the dial timeout into the HTTP/2 connection's read
+// idle timeout (a ping is sent after it passes without a frame) and its
+// ping timeout (the connection is closed when the ping is not answered).
+func HealthCheck(dialTimeout time.Duration) (readIdle, ping time.Duration) {
+	readIdle = dialTimeout / 2
+	return readIdle, dialTimeout - readIdle
 }
 
 // tokenFor returns a token of the proxy's identity in m's member, setting

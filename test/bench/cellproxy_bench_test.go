@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,10 +94,20 @@ spec: {cluster: edge-1}
 		{"cell-on-tunnelled-member", cellConfig("rz10a")},
 	}
 	results := map[string]getStats{}
+	profileDir := os.Getenv("CELLFED_BENCH_PROFILE_DIR")
+	planeClient := plane.Client(b)
 	for _, p := range paths {
 		b.Run(p.name, func(b *testing.B) {
 			for range b.N {
+				var profiled chan string
+				if profileDir != "" && strings.HasPrefix(p.name, "cell-") {
+					profiled = make(chan string, 1)
+					go func() { profiled <- profilePlane(planeClient, filepath.Join(profileDir, "plane-"+p.name+".pb.gz")) }()
+				}
 				s := measureGetsIn(b, p.cfg, "shop")
+				if profiled != nil {
+					b.Logf("plane CPU profile while GETting through %s: %s", p.name, <-profiled)
+				}
 				results[p.name] = s
 				b.ReportMetric(float64(s.p50.Microseconds()), "p50-µs")
 				b.ReportMetric(float64(s.p99.Microseconds()), "p99-µs")
@@ -109,6 +122,23 @@ spec: {cluster: edge-1}
 				pair[0], pair[1], tunnelWorkers, s.p50, d.p50, float64(s.p50)/float64(d.p50), s.p99, d.p99, s.rps, d.rps)
 		}
 	}
+}
+
+// profilePlane writes a 4 s CPU profile of the plane to file (started
+// with the measurement, which runs 5 s) and says where it is or why not.
+func profilePlane(plane kubernetes.Interface, file string) string {
+	raw, err := plane.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", "4").DoRaw(context.Background())
+	if err != nil {
+		return err.Error()
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err.Error()
+	}
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		return err.Error()
+	}
+	return file
 }
 
 func kubernetesForBench(b *testing.B, cfg *rest.Config) kubernetes.Interface {

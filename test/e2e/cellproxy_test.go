@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,10 @@ import (
 
 	"github.com/cellfed/cellfed/test/framework"
 )
+
+// proxyDialTimeout is the plane's --api-proxy-dial-timeout here: a cut
+// or silent link gives 503 within it.
+const proxyDialTimeout = 5 * time.Second
 
 const memberAuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -42,7 +47,8 @@ func TestCellProxy(t *testing.T) {
 	auditPolicy := framework.WriteTempFile(t, memberAuditPolicy)
 	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
-	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy, "--member-rbac", framework.AllowHandIssuedAgents, "--default-federated-types=")})
+	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy,
+		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), "--member-rbac", framework.AllowHandIssuedAgents, "--default-federated-types=")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
@@ -157,6 +163,26 @@ func TestCellProxy(t *testing.T) {
 			mustFail(t, `cells/proxy`, out, err)
 			out, err = as("bob", url, "create", "configmap", "bobs", "-n", "shop")
 			mustFail(t, `cannot create resource "cells/proxy" in API group "proxy.cellfed.io"`, out, err)
+			// The member's own RBAC, bound by the plane from the grants,
+			// says the same: alice may exec, bob may read and not exec.
+			if out, err := as("alice", url, "auth", "can-i", "create", "pods", "--subresource=exec", "-n", "shop"); err != nil || out != "yes\n" {
+				t.Errorf("alice may exec on the member: %v %q", err, out)
+			}
+			for _, a := range []struct {
+				verb, resource, sub string
+				want                bool
+			}{{"get", "pods", "", true}, {"create", "pods", "exec", false}, {"get", "secrets", "", false}} {
+				r, err := member.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+					User: "bob", Groups: []string{"system:authenticated"}, Extra: map[string]authorizationv1.ExtraValue{"cellfed.io/tenant": {"acme"}},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: a.verb, Resource: a.resource, Subresource: a.sub},
+				}}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Status.Allowed != a.want {
+					t.Errorf("on the %s member, may bob %s %s/%s: %v, want %v", c.name, a.verb, a.resource, a.sub, r.Status.Allowed, a.want)
+				}
+			}
 		})
 	}
 
@@ -276,11 +302,22 @@ current-context: plane
 				t.Fatalf("member %s: bob's viewer binding: %v", m.Name, err)
 			}
 		}
+		if out, err := as("bob", url, "get", "pods", "-n", "shop", "-o", "name"); err != nil {
+			t.Fatalf("bob before the revoke: %v %s", err, out)
+		}
 		k.MustRun(t, "", "delete", "rolebinding", "cellfed:viewer:user:bob", "-n", "shop")
-		eventually(t, "bob refused after the revoke", func() (bool, string) {
-			out, err := as("bob", url, "get", "pods", "-n", "shop")
-			return err != nil && strings.Contains(out, `cannot get resource "cells/proxy"`), out
+		// Once the plane's authorizer knows (its RBAC follows its own
+		// store), the very next request through the proxy is refused: the
+		// proxy caches no decision.
+		waitFor(t, "the plane's RBAC to drop bob's grant", func(ctx context.Context) (bool, error) {
+			r, err := planeKube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "bob", Groups: []string{"system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: "get", Group: "proxy.cellfed.io", Resource: "cells", Subresource: "proxy", Name: "rz00a"},
+			}}, metav1.CreateOptions{})
+			return err == nil && !r.Status.Allowed, err
 		})
+		out, err := as("bob", url, "get", "pods", "-n", "shop")
+		mustFail(t, `cannot get resource "cells/proxy"`, out, err)
 		// The member binding follows.
 		for _, m := range []*framework.Server{direct, edge.member} {
 			waitFor(t, "bob's binding removed from member "+m.Name, func(ctx context.Context) (bool, error) {
@@ -310,6 +347,42 @@ current-context: plane
 		waitFor(t, "alice lists pods through rz10a again", func(context.Context) (bool, error) {
 			out, err := as("alice", url, "get", "pods", "-n", "shop", "-o", "name")
 			return err == nil && out == "pod/web-1\n", nil
+		})
+	})
+
+	t.Run("silent drop", func(t *testing.T) {
+		// No FIN, no RST: the member's veth goes down in its network
+		// namespace (on loopback: the agent is stopped). The proxy's open
+		// HTTP/2 connection through the tunnel would wait for TCP; its
+		// health check answers within the dial timeout.
+		pods := cellURL("shop", "rz10a") + "/api/v1/namespaces/shop/pods"
+		if code, body := rawGet(t, plane, pods, token, nil); code != http.StatusOK {
+			t.Fatalf("before the drop: %d %s", code, body)
+		}
+		silentDrop(t, edge, true)
+		restored := false
+		defer func() {
+			if !restored {
+				silentDrop(t, edge, false)
+			}
+		}()
+		for i := range 2 { // the open connection, then a new dial
+			start := time.Now()
+			code, body := rawGet(t, plane, pods, token, nil)
+			took := time.Since(start)
+			t.Logf("silent drop, request %d: %d after %v: %s", i+1, code, took.Round(time.Millisecond), strings.TrimSpace(body))
+			if code != http.StatusServiceUnavailable || !strings.Contains(body, "cluster edge-1 is unreachable through its tunnel") {
+				t.Errorf("request %d during the drop: %d %s, want 503 naming edge-1", i+1, code, body)
+			}
+			if took > proxyDialTimeout+time.Second {
+				t.Errorf("request %d during the drop answered after %v, more than the dial timeout %v", i+1, took, proxyDialTimeout)
+			}
+		}
+		silentDrop(t, edge, false)
+		restored = true
+		waitFor(t, "the bot lists pods through rz10a after the drop", func(context.Context) (bool, error) {
+			code, _ := rawGet(t, plane, pods, token, nil)
+			return code == http.StatusOK, nil
 		})
 	})
 }

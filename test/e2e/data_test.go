@@ -65,6 +65,13 @@ func TestDataMigrateBackupRestore(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The plane's root-CA publisher adds kube-root-ca.crt to the new
+	// namespace on its own time: wait for it, or it could land between a
+	// snapshot and the stop before a migration.
+	eventually(t, "kube-root-ca.crt in "+dataNamespace, func() (bool, string) {
+		_, err := c.CoreV1().ConfigMaps(dataNamespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	inf := startCountingInformer(t, plane.Client(t))
 	inf.waitEqual(t, c, "the informer's first list")
 

@@ -647,9 +647,14 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 	return results
 }
 
-// inFlight is the members whose write of key goes on in the background.
+// inFlight is the members whose write of key goes on in the background
+// (nil, without allocating, in the usual case of none).
 func (c *Controller) inFlight(key string) (busy sets.Set[string]) {
-	c.objs.read(key, func(st *state) { busy = st.inFlight.Clone() })
+	c.objs.read(key, func(st *state) {
+		if st.inFlight.Len() > 0 {
+			busy = st.inFlight.Clone()
+		}
+	})
 	return busy
 }
 

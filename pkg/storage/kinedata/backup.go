@@ -130,16 +130,27 @@ func Backup(ctx context.Context, o BackupOptions) (Header, error) {
 
 // ReadHeader reads a backup file's header.
 func ReadHeader(path string) (Header, error) {
-	f, err := os.Open(path)
+	f, r, err := openBackup(path)
 	if err != nil {
-		return Header{}, fmt.Errorf("opening the backup: %w", err)
+		return Header{}, err
 	}
 	defer f.Close()
+	return r.Header, nil
+}
+
+// openBackup opens a backup file and reads its header; the caller closes
+// the file.
+func openBackup(path string) (*os.File, *FileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the backup: %w", err)
+	}
 	r, err := NewFileReader(f)
 	if err != nil {
-		return Header{}, fmt.Errorf("%s: %w", path, err)
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return r.Header, nil
+	return f, r, nil
 }
 
 // RestoreOptions configure Restore.
@@ -258,15 +269,11 @@ func Restore(ctx context.Context, o RestoreOptions) (RestoreResult, error) {
 
 // eachBackupRow reads a whole backup file, checking its trailer.
 func eachBackupRow(path string, fn func(Row) error) (Header, error) {
-	f, err := os.Open(path)
+	f, r, err := openBackup(path)
 	if err != nil {
-		return Header{}, fmt.Errorf("opening the backup: %w", err)
+		return Header{}, err
 	}
 	defer f.Close()
-	r, err := NewFileReader(f)
-	if err != nil {
-		return Header{}, fmt.Errorf("%s: %w", path, err)
-	}
 	for {
 		row, err := r.Next()
 		if errors.Is(err, io.EOF) {

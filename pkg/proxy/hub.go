@@ -51,10 +51,12 @@ type Hub struct {
 	health atomic.Pointer[error]
 }
 
-// agentConn is one agent stream; cancel ends it.
+// agentConn is one agent stream; cancel ends it. routable is set once
+// ANP has registered the stream as a backend, so dials can use it.
 type agentConn struct {
-	id     string
-	cancel context.CancelCauseFunc
+	id       string
+	cancel   context.CancelCauseFunc
+	routable atomic.Bool
 }
 
 // New loads the hub's certificates and secret and builds the proxy server.
@@ -273,11 +275,18 @@ func (h *Hub) ConnectURL(cluster string) (string, error) {
 	return ConnectProxyURL(h.secret, net.JoinHostPort(host, port), cluster), nil
 }
 
-// Connected is the number of agents connected for cluster.
+// Connected is the number of agents connected for cluster that dials can
+// use now (ANP registers a stream as a backend a moment after it opens).
 func (h *Hub) Connected(cluster string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.agents[cluster])
+	n := 0
+	for c := range h.agents[cluster] {
+		if c.routable.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // Disconnect drops every agent of cluster now (revocation); agents
@@ -363,7 +372,7 @@ func (h *Hub) interceptAgent(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	klog.InfoS("Tunnel agent connected", "cluster", cluster, "agentID", agentID)
 
 	done := make(chan error, 1)
-	go func() { done <- handler(srv, newCountingStream(ss, cluster)) }()
+	go func() { done <- handler(srv, newCountingStream(ss, cluster, c)) }()
 	select {
 	case err := <-done:
 		klog.InfoS("Tunnel agent disconnected", "cluster", cluster, "agentID", agentID, "err", err)
@@ -377,17 +386,21 @@ func (h *Hub) interceptAgent(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	}
 }
 
-// countingStream counts an agent stream's dials and payload bytes.
+// countingStream counts an agent stream's dials and payload bytes, and
+// marks its agent routable on the first read: ANP's handler adds the
+// backend before it starts reading the stream.
 type countingStream struct {
 	grpc.ServerStream
 	cluster                            string
+	conn                               *agentConn
 	bytesIn, bytesOut, dialOK, dialErr interface{ Add(float64) }
 }
 
-func newCountingStream(ss grpc.ServerStream, cluster string) *countingStream {
+func newCountingStream(ss grpc.ServerStream, cluster string, conn *agentConn) *countingStream {
 	return &countingStream{
 		ServerStream: ss,
 		cluster:      cluster,
+		conn:         conn,
 		bytesIn:      bytesCounter.WithLabelValues(cluster, "in"),
 		bytesOut:     bytesCounter.WithLabelValues(cluster, "out"),
 		dialOK:       dialsCounter.WithLabelValues(cluster, dialSuccess),
@@ -397,6 +410,9 @@ func newCountingStream(ss grpc.ServerStream, cluster string) *countingStream {
 
 // RecvMsg sees packets from the agent.
 func (s *countingStream) RecvMsg(m any) error {
+	if s.conn != nil && !s.conn.routable.Load() {
+		s.conn.routable.Store(true)
+	}
 	err := s.ServerStream.RecvMsg(m)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -177,7 +178,13 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.PlaneQPS, o.PlaneBurst
 	cfg.UserAgent = "cellfed-controller"
-	kube, err := kubernetes.NewForConfig(cfg)
+	// Built-in types (Namespaces, Secrets, Leases, Events) travel in
+	// protobuf: cheaper to decode than JSON. The dynamic client of the
+	// federated types stays on JSON (custom resources have no protobuf).
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return fmt.Errorf("plane client: %w", err)
 	}
@@ -210,7 +217,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	// The Lease gets a client of its own: renewals never wait behind the
 	// controllers' requests in a shared rate limiter (a burst of plane
 	// writes once cost a replica its Lease).
-	leaseCfg := rest.CopyConfig(cfg)
+	leaseCfg := rest.CopyConfig(kubeCfg)
 	leaseCfg.UserAgent = "cellfed-controller/leader-election"
 	leaseCfg.QPS, leaseCfg.Burst = 5, 10
 	leaseKube, err := kubernetes.NewForConfig(leaseCfg)

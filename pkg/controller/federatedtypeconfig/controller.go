@@ -142,7 +142,7 @@ func (s *Controller) sync() {
 		nsChanged = nsChanged || t.IsNamespace()
 		// The type's rollouts run and stop with its propagation.
 		go func() {
-			caches := rolloutcontroller.Caches{Cells: s.caches.Cells(), KubeFedClusters: s.caches.KubeFedClusters()}
+			caches := rolloutcontroller.Caches{Cells: s.caches.Cells(), KubeFedClusters: s.caches.KubeFedClusters(), StatusConfirmed: ctrl.StatusConfirmed}
 			if t.Stored.Version == typesv1beta2.Version {
 				caches.Federated = ctrl.Informer() // one watch of the type
 			}

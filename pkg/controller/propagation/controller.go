@@ -275,6 +275,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	requeue, err := c.reconcile(ctx, key)
 	result := "ok"
 	switch {
+	case errors.Is(err, errNotProbed) || errors.Is(err, errLoading):
+		// Not a failure: a member is not known yet. Retry soon at a
+		// steady pace; an exponential back-off would grow while a slow
+		// member loads and leave the object waiting long after.
+		klog.FromContext(ctx).V(4).Info("Reconcile waits for a member", "type", c.typ.Name, "key", key, "reason", err)
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, memberWaitRetry)
+		result = "waiting"
 	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Reconcile failed", "type", c.typ.Name, "key", key, "err", err)
 		c.queue.AddRateLimited(key)
@@ -534,6 +542,10 @@ var errNotProbed = errors.New("not probed yet")
 
 // errLoading: a ready member's cache of the type is still loading.
 var errLoading = errors.New("cache loading")
+
+// memberWaitRetry is how soon an object waiting for a member (errNotProbed,
+// errLoading) is tried again.
+const memberWaitRetry = 250 * time.Millisecond
 
 // result is the outcome of one intent.
 type result struct {

@@ -37,7 +37,7 @@ var (
 	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "reconcile_duration_seconds",
-		Help:           "Time one reconcile of a federated object took, by federated type and result (ok, requeue, error).",
+		Help:           "Time one reconcile of a federated object took, by federated type and result (ok, requeue, waiting for a member, error).",
 		Buckets:        latencyBuckets,
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"type", "result"})

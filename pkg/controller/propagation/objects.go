@@ -29,7 +29,8 @@ type state struct {
 	// reconcile and goes on (see dispatch).
 	inFlight sets.Set[string]
 	// statusRV: the resourceVersion of the controller's last status
-	// write (a status-only change to any other is somebody else's).
+	// write, or of the object whose status it last found matching the
+	// members (a status-only change to any other is somebody else's).
 	statusRV string
 	// settleSince: when the status write was first held back for the
 	// members' caches.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
@@ -59,6 +60,8 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 	key := c.statusWrites.key(fed)
 	if sameStatus(cur, next) {
 		c.reflowing.forget(key) // nothing a member reported changes it
+		// What the object says is what the members show: confirmed.
+		c.objs.update(key, func(st *state) { st.statusRV = stored.GetResourceVersion() })
 		return nil
 	}
 	if last, ok := c.written.get(key); ok && last.over == fed.GetResourceVersion() {
@@ -230,6 +233,21 @@ func (l *writeLimiter) wrote(fed *unstructured.Unstructured) {
 		return
 	}
 	l.objs.update(l.key(fed), func(st *state) { st.statusAt = time.Now() })
+}
+
+// StatusConfirmed reports whether obj's status, at obj's resourceVersion,
+// is one the controller wrote or found to match the members: the rollout
+// controller acts on no other. A status somebody else wrote stays
+// unconfirmed until a reconcile has checked (and, where it lies,
+// rewritten) it.
+func (c *Controller) StatusConfirmed(obj *unstructured.Unstructured) (ok bool) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return false
+	}
+	rv := obj.GetResourceVersion()
+	c.objs.read(key, func(st *state) { ok = rv != "" && st.statusRV == rv })
+	return ok
 }
 
 // foreignStatus reports whether a status-only change of key, to

@@ -62,7 +62,17 @@ type Caches struct {
 	// type's propagation controller); nil: the rollout controller
 	// caches the objects under a rollout itself.
 	Federated cache.SharedIndexInformer
+	// StatusConfirmed reports whether the object's status, at its
+	// resourceVersion, is one the type's propagation controller wrote or
+	// checked against the members. A status anybody else wrote (an app
+	// team patching /status "ready") is never acted on. nil trusts every
+	// status (tests of the decisions alone).
+	StatusConfirmed func(*unstructured.Unstructured) bool
 }
+
+// unconfirmedRetry is how soon an object whose status the propagation
+// controller has not confirmed yet is looked at again.
+const unconfirmedRetry = time.Second
 
 // Controller runs the rollouts of one federated type.
 type Controller struct {
@@ -237,7 +247,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, nil
 	}
 
-	// 2. The automatic rollout's next step.
+	// 2. The automatic rollout's next step, taken only on a status the
+	// propagation controller stands behind.
+	if c.caches.StatusConfirmed != nil && !c.caches.StatusConfirmed(obj) {
+		logger.V(2).Info("Waiting for the propagation controller to confirm the status", "resourceVersion", obj.GetResourceVersion())
+		return unconfirmedRetry, nil
+	}
 	fed, err := rollout.Decode(obj)
 	if err != nil {
 		return 0, err

@@ -81,6 +81,9 @@ func TestReconcile(t *testing.T) {
 		// conflict makes the update fail with a conflict; refuse makes
 		// the first update fail as admission refuses it.
 		conflict, refuse bool
+		// unconfirmed: the propagation controller does not stand behind
+		// the object's status.
+		unconfirmed bool
 		// event is the reason of the event expected ("" none).
 		event string
 		check func(t *testing.T, written *unstructured.Unstructured, revisions int)
@@ -114,6 +117,12 @@ func TestReconcile(t *testing.T) {
 					t.Errorf("annotations %v", ann)
 				}
 			},
+		},
+		{
+			name:        "batch done by a status the propagation controller did not confirm: nothing moved",
+			obj:         object("app:2", []string{"a"}, map[string]string{rollout.AnnotationTemplateHash: rollout.TemplateHash(object("app:2", nil, nil))}),
+			unconfirmed: true,
+			check:       func(t *testing.T, w *unstructured.Unstructured, _ int) { expectNoWrite(t, w) },
 		},
 		{
 			name:  "last batch done: finished, mask and label gone",
@@ -179,13 +188,23 @@ func TestReconcile(t *testing.T) {
 				return true, written, nil
 			})
 			recorder := record.NewFakeRecorder(10)
-			c := New(fedDeploy, client, Caches{}, recorder, DefaultOptions())
+			confirmed := func(o *unstructured.Unstructured) bool {
+				if o.GetResourceVersion() != tc.obj.GetResourceVersion() {
+					t.Errorf("asked to confirm resourceVersion %q, cached %q", o.GetResourceVersion(), tc.obj.GetResourceVersion())
+				}
+				return !tc.unconfirmed
+			}
+			c := New(fedDeploy, client, Caches{StatusConfirmed: confirmed}, recorder, DefaultOptions())
 			c.now = func() time.Time { return now }
 			if err := c.informer.GetStore().Add(tc.obj); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.reconcile(context.Background(), "shop/web"); err != nil {
+			after, err := c.reconcile(context.Background(), "shop/web")
+			if err != nil {
 				t.Fatalf("reconcile: %v", err)
+			}
+			if tc.unconfirmed && after <= 0 {
+				t.Errorf("an unconfirmed status is not looked at again (after %v)", after)
 			}
 			revs, _ := client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace("shop").List(context.Background(), metav1.ListOptions{})
 			tc.check(t, written, len(revs.Items))

@@ -50,6 +50,18 @@ var unsafeSettings = []unsafeSetting{
 		fix:      "set innodb_autoinc_lock_mode=1 in the [mysqld] section of the server configuration and restart the server",
 	},
 	{
+		variable: "wsrep_on",
+		badValue: "ON",
+		risk:     "it is a Galera cluster node: Galera's multi-writer auto-increment (each node its own offset) hands out revisions out of commit order across nodes, so watchers permanently miss writes",
+		fix:      "run the plane on a single MySQL/MariaDB primary with asynchronous or semi-synchronous replicas (docs/backup-and-migration.md, failover), not on Galera",
+	},
+	{
+		variable: "read_only",
+		badValue: "ON",
+		risk:     "it is a read-only server (a replica): every write of the plane would fail",
+		fix:      "point --datastore-endpoint at the primary, or promote this replica first (STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only=OFF)",
+	},
+	{
 		variable: "innodb_snapshot_isolation",
 		badValue: "ON",
 		risk:     "kine's compaction then fails and updates falsely conflict, so the database grows without bound and writes are refused",
@@ -60,23 +72,10 @@ var unsafeSettings = []unsafeSetting{
 // checkMySQL connects to the server (not the database, which kine creates)
 // and refuses settings that are known to lose data under kine.
 func checkMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config, skipSafety bool) error {
-	probe := cfg.Clone()
-	probe.DBName = ""
-	tlsConfig, err := backendTLS.ClientConfig()
+	db, err := openMySQL(cfg, backendTLS, "")
 	if err != nil {
-		return fmt.Errorf("loading MySQL TLS files: %w", err)
+		return err
 	}
-	if tlsConfig != nil {
-		if err := mysql.RegisterTLSConfig("cellfed-probe", tlsConfig); err != nil {
-			return fmt.Errorf("registering MySQL TLS config: %w", err)
-		}
-		probe.TLSConfig = "cellfed-probe"
-	}
-	connector, err := mysql.NewConnector(probe)
-	if err != nil {
-		return fmt.Errorf("MySQL DSN for %s: %w", cfg.Addr, err)
-	}
-	db := sql.OpenDB(connector)
 	defer db.Close()
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.Timeout+cfg.ReadTimeout)
 	defer cancel()
@@ -100,6 +99,45 @@ func checkMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Confi
 			return fmt.Errorf("refusing to start: MySQL at %s runs with %s=%s; %s. Fix: %s; or pass --unsafe-skip-mysql-safety-checks if you accept the risk",
 				cfg.Addr, s.variable, value, s.risk, s.fix)
 		}
+	}
+	return nil
+}
+
+// openMySQL opens a connection pool of the plane's own (not kine's) to
+// the server of cfg, on database dbName ("" for none).
+func openMySQL(cfg *mysql.Config, backendTLS kinetls.Config, dbName string) (*sql.DB, error) {
+	probe := cfg.Clone()
+	probe.DBName = dbName
+	tlsConfig, err := backendTLS.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading MySQL TLS files: %w", err)
+	}
+	if tlsConfig != nil {
+		if err := mysql.RegisterTLSConfig("cellfed-probe", tlsConfig); err != nil {
+			return nil, fmt.Errorf("registering MySQL TLS config: %w", err)
+		}
+		probe.TLSConfig = "cellfed-probe"
+	}
+	connector, err := mysql.NewConnector(probe)
+	if err != nil {
+		return nil, fmt.Errorf("MySQL DSN for %s: %w", cfg.Addr, err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(2)
+	return db, nil
+}
+
+// ensureMySQLDatabase creates the plane's database when missing (kine
+// would, a moment later), so the lineage table can live in it.
+func ensureMySQLDatabase(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config) error {
+	db, err := openMySQL(cfg, backendTLS, "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	name := strings.ReplaceAll(cfg.DBName, "`", "``")
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"`"); err != nil {
+		return fmt.Errorf("creating database %s on MySQL at %s: %w", cfg.DBName, cfg.Addr, err)
 	}
 	return nil
 }

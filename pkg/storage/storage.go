@@ -60,6 +60,11 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		if err := checkMySQL(ctx, cfg, backendTLS, o.SkipMySQLSafetyChecks); err != nil {
 			return nil, err
 		}
+		keep, err := o.recoverMySQL(ctx, cfg, backendTLS)
+		if err != nil {
+			return nil, err
+		}
+		afterStart = keep
 		kineEndpoint = "mysql://" + cfg.FormatDSN()
 		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
 	case KindPostgres:

@@ -115,6 +115,8 @@ type PlaneOptions struct {
 	Args []string
 	// NoWait returns without waiting for readiness.
 	NoWait bool
+	// Port is --secure-port (0: a free port).
+	Port int
 }
 
 // PlaneArgs are the flags StartPlane passes for a data dir and port.
@@ -142,7 +144,10 @@ func StartPlane(t testing.TB, o PlaneOptions) *Server {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	port := FreePort(t)
+	port := o.Port
+	if port == 0 {
+		port = FreePort(t)
+	}
 	p := StartProcess(t, "cellfed-apiserver", filepath.Join(o.DataDir, "apiserver.log"),
 		Binary(t, "cellfed-apiserver"), PlaneArgs(o.DataDir, port, o)...)
 	s := &Server{Process: p, DataDir: o.DataDir, Port: port, Kubeconfig: filepath.Join(o.DataDir, "admin.kubeconfig")}

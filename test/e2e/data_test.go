@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,9 +175,20 @@ func TestDataMigrateBackupRestore(t *testing.T) {
 }
 
 // stopPlane stops the plane as an operator would (SIGTERM).
+// stopPlane stops a plane with SIGTERM while clients watch it: it must
+// end the watches and exit well within a pod's termination grace period
+// (it took 60 s before --shutdown-watch-termination-grace-period had a
+// default).
 func stopPlane(t *testing.T, p *framework.Server) {
+	t.Helper()
 	start := time.Now()
-	p.Stop(5 * time.Second) // with watches open it does not exit on SIGTERM within 30 s; then it is killed
+	p.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); errors.Is(err, context.DeadlineExceeded) {
+		p.Kill()
+		t.Errorf("the plane did not exit within 20 s of SIGTERM with watches open; killed it")
+	}
 	t.Logf("plane stopped in %s", time.Since(start).Round(time.Millisecond))
 }
 

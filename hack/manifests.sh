@@ -30,6 +30,7 @@ export GOWORK=off
 crds=(
 	core.cellfed.io_cells.yaml
 	core.cellfed.io_clusterregistrations.yaml
+	core.cellfed.io_registrationpolicies.yaml
 	core.cellfed.io_templaterevisions.yaml
 	core.kubefed.io_clusterpropagatedversions.yaml
 	core.kubefed.io_federatedtypeconfigs.yaml

@@ -83,6 +83,15 @@ var want = []struct {
 		status: true,
 	},
 	{
+		name: "registrationpolicies.core.cellfed.io", group: "core.cellfed.io", kind: "RegistrationPolicy",
+		scope: apiextensionsv1.ClusterScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
+		shortNames: []string{"regpolicy"},
+		columns: []column{
+			{"Approval", "string", ".spec.approval"},
+			{"Age", "date", ".metadata.creationTimestamp"},
+		},
+	},
+	{
 		name: "templaterevisions.core.cellfed.io", group: "core.cellfed.io", kind: "TemplateRevision",
 		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
 		shortNames: []string{"templaterev"},

@@ -46,6 +46,9 @@ func newCommand() *cobra.Command {
 			if o.AgentPort == 0 {
 				return errors.New("--tunnel-agent-port must not be 0 for cellfed-proxy")
 			}
+			if o.ConnectCAFile == "" {
+				o.ConnectCAFile = o.ClientCAFile
+			}
 			var h *proxy.Hub
 			w, err := registrationWatcher(ctx, planeKubeconfig, allowUnregistered, func(cluster string) int { return h.Disconnect(cluster) })
 			if err != nil {
@@ -53,6 +56,7 @@ func newCommand() *cobra.Command {
 			}
 			if w != nil {
 				o.Admit = w.Admit
+				o.ConnectGeneration = w.ProxyCredentialGeneration
 			}
 			if h, err = proxy.New(*o); err != nil {
 				return err
@@ -73,6 +77,7 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&o.ServingKeyFile, "tls-private-key-file", o.ServingKeyFile, "The hub's serving key.")
 	fs.StringVar(&o.AgentCAFile, "agent-ca-file", o.AgentCAFile, "The agent CA: agents' client certificates must chain to it (the plane's data dir pki/agent-ca.crt).")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "The plane's CA: gRPC frontend clients' certificates must chain to it.")
+	fs.StringVar(&o.ConnectCAFile, "connect-ca-file", o.ConnectCAFile, "The CA of --tls-cert-file, for clients of the TLS CONNECT frontend (the plane appends its own CA, pki/ca.crt, to tunnelled clusters' caBundle: sign the hub's certificate with it); default --client-ca-file.")
 	fs.StringVar(&o.ConnectSecretFile, "connect-secret-file", o.ConnectSecretFile, "Secret the CONNECT frontend's per-cluster credentials derive from (share it with the plane: pki/tunnel-connect.secret); created when missing.")
 	fs.StringSliceVar(&o.ClientGroups, "client-groups", o.ClientGroups, "Certificate groups the gRPC frontend accepts.")
 	fs.StringVar(&planeKubeconfig, "plane-kubeconfig", planeKubeconfig, "Kubeconfig of the plane, with an identity bound to the ClusterRole "+roles.TunnelHub+" (read of ClusterRegistrations only): the hub admits an agent only while its cluster's registration is approved, and drops it when the registration is revoked.")

@@ -219,6 +219,9 @@ func bootstrapTenancy(ctx context.Context, tokens registrationTokens, id string,
 }
 
 func (p *registrationPlugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if handled, err := validatePolicyWrite(a, p.shared.FederationNamespace); handled {
+		return err
+	}
 	if !isRegistration(a) {
 		return nil
 	}
@@ -332,6 +335,10 @@ func ValidateRegistration(r RegistrationRequest) error {
 		if old.Labels[registration.LabelBootstrapTokenID] != reg.Labels[registration.LabelBootstrapTokenID] {
 			errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(registration.LabelBootstrapTokenID), "records the bootstrap token that created the registration and cannot change"))
 		}
+		if reg.Spec.ProxyCredentialGeneration < old.Spec.ProxyCredentialGeneration {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "proxyCredentialGeneration"), reg.Spec.ProxyCredentialGeneration,
+				fmt.Sprintf("may only increase (it is %d): a lower generation would bring back a revoked proxy credential", old.Spec.ProxyCredentialGeneration)))
+		}
 		if old.Spec.Tenant != reg.Spec.Tenant || old.Spec.Workspace != reg.Spec.Workspace {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "tenant"), "the tenancy of a registration cannot change; delete it and register again with a token for the other tenant"))
 		}
@@ -395,6 +402,9 @@ func validateRegistrationSpec(reg *cellv1alpha1.ClusterRegistration) field.Error
 	}
 	if reg.Spec.Workspace != "" && reg.Spec.Tenant == "" {
 		errs = append(errs, field.Required(spec.Child("tenant"), "a workspace belongs to a tenant"))
+	}
+	if reg.Spec.ProxyCredentialGeneration < 0 {
+		errs = append(errs, field.Invalid(spec.Child("proxyCredentialGeneration"), reg.Spec.ProxyCredentialGeneration, "must not be negative"))
 	}
 	if sa := reg.Spec.MemberServiceAccount; sa != "" {
 		ns, name, ok := strings.Cut(sa, "/")

@@ -14,7 +14,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	certutil "k8s.io/client-go/util/cert"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -162,6 +166,30 @@ func TestValidateRegistration(t *testing.T) {
 			r.Spec.Tenant = "other"
 			return RegistrationRequest{Operation: Update, User: "admin", Object: r, OldObject: old}
 		}, "tenancy of a registration cannot change"},
+		{"admin rotates the proxy credential", func(t *testing.T) RegistrationRequest {
+			old := testRegistration(t, "edge-1")
+			r := old.DeepCopy()
+			r.Spec.ProxyCredentialGeneration = 1
+			return RegistrationRequest{Operation: Update, User: "admin", Object: r, OldObject: old}
+		}, ""},
+		{"proxy credential generation may not go back", func(t *testing.T) RegistrationRequest {
+			old := testRegistration(t, "edge-1")
+			old.Spec.ProxyCredentialGeneration = 3
+			r := old.DeepCopy()
+			r.Spec.ProxyCredentialGeneration = 2
+			return RegistrationRequest{Operation: Update, User: "admin", Object: r, OldObject: old}
+		}, "may only increase (it is 3): a lower generation would bring back a revoked proxy credential"},
+		{"agent may not rotate its proxy credential", func(t *testing.T) RegistrationRequest {
+			old := testRegistration(t, "edge-1")
+			r := old.DeepCopy()
+			r.Spec.ProxyCredentialGeneration = 1
+			return RegistrationRequest{Operation: Update, User: pki.AgentUser("edge-1"), Groups: agentGroups, Object: r, OldObject: old}
+		}, "may only change spec.csr"},
+		{"negative proxy credential generation", func(t *testing.T) RegistrationRequest {
+			r := testRegistration(t, "edge-1")
+			r.Spec.ProxyCredentialGeneration = -1
+			return RegistrationRequest{Operation: Create, User: "admin", Object: r}
+		}, "spec.proxyCredentialGeneration: Invalid value: -1: must not be negative"},
 		{"token label is immutable", func(t *testing.T) RegistrationRequest {
 			old := testRegistration(t, "edge-1")
 			r := old.DeepCopy()
@@ -234,6 +262,65 @@ func TestBootstrapTenancy(t *testing.T) {
 				t.Fatalf("error %q, want it to contain %q", err, tc.wantErr)
 			case tc.wantErr == "" && (tenant != tc.wantTenant || ws != tc.wantWS):
 				t.Fatalf("tenancy %q/%q, want %q/%q", tenant, ws, tc.wantTenant, tc.wantWS)
+			}
+		})
+	}
+}
+
+func TestValidateRegistrationPolicy(t *testing.T) {
+	cases := []struct {
+		name, policy string
+		approval     cellv1alpha1.RegistrationApproval
+		wantErr      string
+	}{
+		{"automatic", "acme", cellv1alpha1.RegistrationApprovalAutomatic, ""},
+		{"manual", "acme", cellv1alpha1.RegistrationApprovalManual, ""},
+		{"no approval", "acme", "", "spec.approval: Required value: Manual (an administrator approves each registration) or Automatic"},
+		{"unknown approval", "acme", "Sometimes", `spec.approval: Unsupported value: "Sometimes": supported values: "Manual", "Automatic"`},
+		{"not a tenant name", "no spaces", cellv1alpha1.RegistrationApprovalAutomatic, "a RegistrationPolicy is named after the tenant it applies to"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &cellv1alpha1.RegistrationPolicy{ObjectMeta: metav1.ObjectMeta{Name: tc.policy}, Spec: cellv1alpha1.RegistrationPolicySpec{Approval: tc.approval}}
+			err := ValidateRegistrationPolicy(p)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestLegacyPolicyConfigMapRefused: the ConfigMap that held the
+// auto-approve policy (editable by anyone with ConfigMap rights in the
+// federation namespace) cannot be written any more; the refusal says what
+// replaced it. Other ConfigMaps pass.
+func TestLegacyPolicyConfigMapRefused(t *testing.T) {
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	kind := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	for _, tc := range []struct {
+		name, namespace, cmName string
+		op                      admission.Operation
+		wantErr                 string
+	}{
+		{"create the policy ConfigMap", "kube-federation-system", registration.PolicyConfigMap, admission.Create, "use `cellfedctl registration auto-approve <tenant>`"},
+		{"update the policy ConfigMap", "kube-federation-system", registration.PolicyConfigMap, admission.Update, "it is the cluster-scoped RegistrationPolicy named after the tenant"},
+		{"another ConfigMap", "kube-federation-system", "settings", admission.Create, ""},
+		{"same name in another namespace", "shop", registration.PolicyConfigMap, admission.Create, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := admission.NewAttributesRecord(&unstructured.Unstructured{}, nil, kind, tc.namespace, tc.cmName, cm, "", tc.op, nil, false, nil)
+			handled, err := validatePolicyWrite(a, "kube-federation-system")
+			if tc.wantErr == "" {
+				if handled || err != nil {
+					t.Fatalf("handled %v, err %v; want it left alone", handled, err)
+				}
+				return
+			}
+			if !handled || err == nil || !strings.Contains(err.Error(), tc.wantErr) || !apierrors.IsForbidden(err) {
+				t.Fatalf("handled %v, err %v; want Forbidden containing %q", handled, err, tc.wantErr)
 			}
 		})
 	}

@@ -203,12 +203,14 @@ func (o *Options) PKIFiles() pki.Files { return pki.Files{Dir: filepath.Join(o.D
 
 // completeTunnelFiles points the tunnel hub at the data dir's PKI: the
 // plane's serving certificate, the agent CA for agents, the plane's CA for
-// gRPC clients, and the CONNECT secret.
+// gRPC clients and for clients of the TLS CONNECT frontend, and the
+// CONNECT secret.
 func (o *Options) completeTunnelFiles() {
 	f := o.PKIFiles()
 	o.Tunnel.ServingCertFile, o.Tunnel.ServingKeyFile = f.ServingCert(), f.ServingKey()
 	o.Tunnel.AgentCAFile = f.AgentCACert()
 	o.Tunnel.ClientCAFile = f.CACert()
+	o.Tunnel.ConnectCAFile = f.CACert() // signs the serving certificate
 	o.Tunnel.ConnectSecretFile = TunnelConnectSecretFile(f)
 }
 

@@ -85,22 +85,31 @@ func Run(ctx context.Context, o *Options) error {
 			return c.Admit(ctx, cluster, cert)
 		}
 	}
+	if o.Tunnel.ConnectGeneration == nil {
+		o.Tunnel.ConnectGeneration = func(cluster string) (int64, error) {
+			c := registrations.Load()
+			if c == nil {
+				return 0, errors.New("the plane is still starting; retry in a moment")
+			}
+			return c.ProxyCredentialGeneration(cluster)
+		}
+	}
 	hub, err := startTunnelHub(ctx, o)
 	if err != nil {
 		return err
 	}
 	if hub != nil {
 		o.tunnel = hub
-		o.registrationAccess = func(reg *cellv1alpha1.ClusterRegistration) (string, string, error) {
-			proxyURL, err := hub.ConnectURL(reg.Name)
+		o.registrationAccess = func(reg *cellv1alpha1.ClusterRegistration) (registrationcontroller.ClusterAccess, error) {
+			proxyURL, err := hub.ConnectURL(reg.Name, registration.ProxyCredentialGeneration(reg))
 			if err != nil {
-				return "", "", fmt.Errorf("%w; upstream KubeFed reaches tunnelled clusters only through it: start the plane with --tunnel-connect-port", err)
+				return registrationcontroller.ClusterAccess{}, fmt.Errorf("%w; upstream KubeFed reaches tunnelled clusters only through it: start the plane with --tunnel-connect-port", err)
 			}
 			endpoint, err := registration.TunnelEndpoint(reg.Spec)
 			if err != nil {
-				return "", "", err
+				return registrationcontroller.ClusterAccess{}, err
 			}
-			return endpoint, proxyURL, nil
+			return registrationcontroller.ClusterAccess{APIEndpoint: endpoint, ProxyURL: proxyURL, ProxyCA: hub.ConnectCA()}, nil
 		}
 	}
 

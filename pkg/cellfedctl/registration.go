@@ -4,22 +4,22 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
-	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/registration"
 	"github.com/cellfed/cellfed/pkg/tenancy"
 )
@@ -39,6 +39,7 @@ an approved one disconnects the agent and the cluster goes Offline.`,
 			"registration approve edge-1",
 			"registration deny edge-2",
 			"registration revoke edge-1",
+			"registration rotate-proxy-credential edge-1",
 			"registration auto-approve acme",
 			"registration auto-approve acme --disable",
 		),
@@ -47,7 +48,7 @@ an approved one disconnects the agent and the cluster goes Offline.`,
 		RunE:                       helpOrUnknown,
 	}
 	cmd.AddCommand(newRegistrationListCommand(o), newRegistrationDecideCommand(o, "approve"),
-		newRegistrationDecideCommand(o, "deny"), newRegistrationDecideCommand(o, "revoke"), newAutoApproveCommand(o))
+		newRegistrationDecideCommand(o, "deny"), newRegistrationDecideCommand(o, "revoke"), newRotateProxyCredentialCommand(o), newAutoApproveCommand(o))
 	return cmd
 }
 
@@ -303,8 +304,7 @@ func retryOnConflict(ctx context.Context, fn func() error) error {
 
 type autoApproveOptions struct {
 	*options
-	disable      bool
-	fedNamespace string
+	disable bool
 }
 
 func newAutoApproveCommand(o *options) *cobra.Command {
@@ -313,15 +313,14 @@ func newAutoApproveCommand(o *options) *cobra.Command {
 		Use:   "auto-approve <tenant> [--disable]",
 		Short: "Approve a tenant's registrations without an administrator (opt-in policy)",
 		Long: `Registrations made with a bootstrap token of <tenant> are approved by the
-plane as soon as they arrive. The policy is the ConfigMap
-` + registration.PolicyConfigMap + ` in the federation namespace: one key per
-tenant, value "` + registration.PolicyAutoApprove + `". --disable removes the tenant's key; pending
+plane as soon as they arrive. The policy is the cluster-scoped
+RegistrationPolicy named after the tenant (spec.approval: Automatic); only
+plane administrators may change it. --disable sets it to Manual: pending
 registrations then wait for 'registration approve' again.`,
 		Args: exactArgs(1, "one tenant name"),
 		RunE: func(c *cobra.Command, args []string) error { return a.run(c.Context(), args[0]) },
 	}
 	cmd.Flags().BoolVar(&a.disable, "disable", false, "stop auto-approving the tenant's registrations")
-	cmd.Flags().StringVar(&a.fedNamespace, "federation-namespace", federatedtypes.DefaultNamespace, "namespace of the plane's KubeFedClusters and the policy ConfigMap")
 	return cmd
 }
 
@@ -329,50 +328,51 @@ func (a *autoApproveOptions) run(ctx context.Context, tenant string) error {
 	if err := tenancy.TenantNameError(tenant); err != nil {
 		return err
 	}
+	if errs := validation.IsDNS1123Subdomain(tenant); len(errs) > 0 {
+		return fmt.Errorf("tenant %q cannot have a RegistrationPolicy, which is named after the tenant: object names are lowercase DNS names (%s); approve its registrations with `%s registration approve`", tenant, strings.Join(errs, "; "), a.name)
+	}
 	plane, err := a.planeClients()
 	if err != nil {
 		return err
 	}
-	cms := plane.kube.CoreV1().ConfigMaps(a.fedNamespace)
-	ref := a.fedNamespace + "/" + registration.PolicyConfigMap
+	approval := cellv1alpha1.RegistrationApprovalAutomatic
+	if a.disable {
+		approval = cellv1alpha1.RegistrationApprovalManual
+	}
+	api := plane.Dynamic.Resource(cellv1alpha1.RegistrationPoliciesResource)
 	err = retryOnConflict(ctx, func() error {
-		cm, err := cms.Get(ctx, registration.PolicyConfigMap, metav1.GetOptions{})
+		u, err := api.Get(ctx, tenant, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			if a.disable {
-				return nil
+				return nil // no policy: registrations wait for an administrator
 			}
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: registration.PolicyConfigMap, Namespace: a.fedNamespace},
-				Data: map[string]string{tenant: registration.PolicyAutoApprove}}
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			u = &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": cellv1alpha1.SchemeGroupVersion.String(), "kind": "RegistrationPolicy",
+				"metadata": map[string]any{"name": tenant},
+				"spec":     map[string]any{"approval": string(approval)},
+			}}
+			_, err = api.Create(ctx, u, metav1.CreateOptions{})
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
+		if have, _, _ := unstructured.NestedString(u.Object, "spec", "approval"); have == string(approval) {
+			return nil
 		}
-		if a.disable {
-			if _, ok := cm.Data[tenant]; !ok {
-				return nil
-			}
-			delete(cm.Data, tenant)
-		} else {
-			if cm.Data[tenant] == registration.PolicyAutoApprove {
-				return nil
-			}
-			cm.Data[tenant] = registration.PolicyAutoApprove
+		if err := unstructured.SetNestedField(u.Object, string(approval), "spec", "approval"); err != nil {
+			return err
 		}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		_, err = api.Update(ctx, u, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		return apiError(err, "writing the registration policy "+ref)
+		return apiError(err, "writing the RegistrationPolicy "+tenant)
 	}
 	if a.disable {
-		printf(a.streams.Out, "tenant %s: registrations wait for an administrator (policy %s)\n", tenant, ref)
+		printf(a.streams.Out, "tenant %s: registrations wait for an administrator (RegistrationPolicy %s)\n", tenant, tenant)
 	} else {
-		printf(a.streams.Out, "tenant %s: registrations are approved automatically (policy %s)\n", tenant, ref)
+		printf(a.streams.Out, "tenant %s: registrations are approved automatically (RegistrationPolicy %s)\n", tenant, tenant)
 	}
 	return nil
 }

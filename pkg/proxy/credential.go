@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -54,27 +55,50 @@ func LoadOrCreateSecret(path string) ([]byte, error) {
 	return b, nil
 }
 
-// ConnectCredential is cluster's password on the CONNECT frontend: an
-// HMAC-SHA256 of the cluster name under the hub secret, so the hub stores
-// nothing per cluster and a credential opens only its own cluster.
-func ConnectCredential(secret []byte, cluster string) string {
+// ConnectCredential is cluster's password on the CONNECT frontend at a
+// credential generation: an HMAC-SHA256 of the cluster name (and, from
+// generation 1 on, the generation) under the hub secret. The hub stores
+// nothing per cluster, a credential opens only its own cluster, and
+// raising one cluster's generation (its ClusterRegistration's
+// spec.proxyCredentialGeneration) revokes that cluster's credential alone.
+// Generation 0 is the credential of clusters that never rotated.
+func ConnectCredential(secret []byte, cluster string, generation int64) string {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("cellfed-tunnel-connect\x00"))
 	m.Write([]byte(cluster))
+	if generation != 0 {
+		m.Write([]byte("\x00" + strconv.FormatInt(generation, 10)))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // checkConnectCredential compares in constant time.
-func checkConnectCredential(secret []byte, cluster, password string) bool {
-	want := ConnectCredential(secret, cluster)
+func checkConnectCredential(secret []byte, cluster string, generation int64, password string) bool {
+	want := ConnectCredential(secret, cluster, generation)
 	return subtle.ConstantTimeCompare([]byte(want), []byte(password)) == 1
 }
 
+// staleConnectCredential reports whether password is cluster's credential
+// of one of the (at most 64) generations before current: a rotated
+// credential, worth logging.
+func staleConnectCredential(secret []byte, cluster string, current int64, password string) bool {
+	for g := current - 1; g >= 0 && g >= current-64; g-- {
+		if checkConnectCredential(secret, cluster, g, password) {
+			return true
+		}
+	}
+	return false
+}
+
 // ConnectProxyURL is the spec.proxyURL of a tunnelled cluster: the CONNECT
-// frontend at hostPort, with the cluster as the proxy user and its
-// credential as the password.
-func ConnectProxyURL(secret []byte, hostPort, cluster string) string {
-	u := url.URL{Scheme: "http", User: url.UserPassword(cluster, ConnectCredential(secret, cluster)), Host: hostPort}
+// frontend at hostPort (https unless plainHTTP), with the cluster as the
+// proxy user and its credential of generation as the password.
+func ConnectProxyURL(secret []byte, hostPort, cluster string, generation int64, plainHTTP bool) string {
+	scheme := "https"
+	if plainHTTP {
+		scheme = "http"
+	}
+	u := url.URL{Scheme: scheme, User: url.UserPassword(cluster, ConnectCredential(secret, cluster, generation)), Host: hostPort}
 	return u.String()
 }
 

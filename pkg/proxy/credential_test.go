@@ -7,28 +7,35 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 func TestConnectCredentials(t *testing.T) {
 	secret := bytes.Repeat([]byte{7}, secretSize)
 	other := bytes.Repeat([]byte{8}, secretSize)
-	good := ConnectCredential(secret, "alpha")
+	good := ConnectCredential(secret, "alpha", 0)
+	rotated := ConnectCredential(secret, "alpha", 1)
 	tests := []struct {
 		name              string
 		secret            []byte
 		cluster, password string
+		generation        int64
 		want              bool
 	}{
-		{"own credential", secret, "alpha", good, true},
-		{"another cluster's credential", secret, "beta", good, false},
-		{"credential of another hub", other, "alpha", good, false},
-		{"empty password", secret, "alpha", "", false},
-		{"truncated", secret, "alpha", good[:len(good)-1], false},
+		{"own credential", secret, "alpha", good, 0, true},
+		{"another cluster's credential", secret, "beta", good, 0, false},
+		{"credential of another hub", other, "alpha", good, 0, false},
+		{"empty password", secret, "alpha", "", 0, false},
+		{"truncated", secret, "alpha", good[:len(good)-1], 0, false},
+		{"rotated credential at its generation", secret, "alpha", rotated, 1, true},
+		{"credential of the generation before", secret, "alpha", good, 1, false},
+		{"credential of a later generation", secret, "alpha", rotated, 0, false},
+		{"another cluster at the same generation", secret, "beta", rotated, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := checkConnectCredential(tt.secret, tt.cluster, tt.password); got != tt.want {
+			if got := checkConnectCredential(tt.secret, tt.cluster, tt.generation, tt.password); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -39,16 +46,19 @@ func TestConnectCredentials(t *testing.T) {
 // built by ConnectProxyURL is accepted for its cluster.
 func TestProxyURLRoundTrip(t *testing.T) {
 	secret := bytes.Repeat([]byte{7}, secretSize)
-	raw := ConnectProxyURL(secret, "hub:8133", "alpha.cell-1")
+	raw := ConnectProxyURL(secret, "hub:8133", "alpha.cell-1", 0, false)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Scheme != "http" || u.Host != "hub:8133" {
+	if u.Scheme != "https" || u.Host != "hub:8133" {
 		t.Fatalf("proxy URL %s", raw)
 	}
 	if c, ok := ClusterFromProxyURL(raw); !ok || c != "alpha.cell-1" {
 		t.Fatalf("ClusterFromProxyURL = %q, %v", c, ok)
+	}
+	if plain := ConnectProxyURL(secret, "hub:8133", "alpha.cell-1", 0, true); !strings.HasPrefix(plain, "http://") {
+		t.Fatalf("plain-HTTP proxy URL %s", plain)
 	}
 	if _, ok := ClusterFromProxyURL("http://hub:8133"); ok {
 		t.Fatal("a proxy URL without user names a cluster")
@@ -58,7 +68,7 @@ func TestProxyURLRoundTrip(t *testing.T) {
 	p, _ := u.User.Password()
 	req.SetBasicAuth(u.User.Username(), p)
 	user, password, ok := parseProxyAuthorization(req.Header.Get("Authorization"))
-	if !ok || user != "alpha.cell-1" || !checkConnectCredential(secret, user, password) {
+	if !ok || user != "alpha.cell-1" || !checkConnectCredential(secret, user, 0, password) {
 		t.Fatalf("parsed %q %q %v", user, password, ok)
 	}
 }

@@ -16,9 +16,16 @@
 //     certificate from the plane's CA; see Dialer;
 //   - the HTTP CONNECT frontend, the proxy of a KubeFedCluster's
 //     spec.proxyURL (ConnectURL): the proxy user names the cluster and the
-//     password is a per-cluster credential derived from a hub secret. The
-//     KubeFedCluster keeps the member's real endpoint and CA, so TLS runs end
-//     to end from the client to the member API server through the tunnel.
+//     password is a per-cluster credential derived from a hub secret and
+//     the cluster's credential generation (raised to revoke one cluster's
+//     credential). The frontend speaks TLS by default (https:// proxy
+//     URLs): Go's HTTP client verifies an https proxy with the CA it
+//     verifies the member with, so the plane appends the hub's CA
+//     (ConnectCA) to the tunnelled KubeFedCluster's caBundle, which is
+//     what unmodified KubeFed puts in its REST config. The KubeFedCluster
+//     keeps the member's real endpoint and CA, so TLS runs end to end from
+//     the client to the member API server inside the TLS connection to
+//     the hub.
 //
 // The agent listener and the client frontends never share trust: the
 // agent listener accepts only agent-CA certificates, the gRPC frontend

@@ -60,23 +60,23 @@ func FuzzAgentMetadata(f *testing.F) {
 // that cluster.
 func FuzzConnectAuth(f *testing.F) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
-	f.Add("alpha", "Basic "+base64.StdEncoding.EncodeToString([]byte("alpha:"+ConnectCredential(secret, "alpha"))))
-	f.Add("alpha.cell-1", "Basic "+base64.StdEncoding.EncodeToString([]byte("beta:"+ConnectCredential(secret, "alpha"))))
+	f.Add("alpha", "Basic "+base64.StdEncoding.EncodeToString([]byte("alpha:"+ConnectCredential(secret, "alpha", 0))))
+	f.Add("alpha.cell-1", "Basic "+base64.StdEncoding.EncodeToString([]byte("beta:"+ConnectCredential(secret, "alpha", 0))))
 	f.Add("alpha", "basic  "+base64.StdEncoding.EncodeToString([]byte("alpha:x")))
 	f.Add("alpha", "Bearer abc")
 	f.Fuzz(func(t *testing.T, cluster, header string) {
-		if user, password, ok := parseProxyAuthorization(header); ok && checkConnectCredential(secret, user, password) {
-			if password != ConnectCredential(secret, user) {
+		if user, password, ok := parseProxyAuthorization(header); ok && checkConnectCredential(secret, user, 0, password) {
+			if password != ConnectCredential(secret, user, 0) {
 				t.Fatalf("header %q opens %q without its credential", header, user)
 			}
-			if user != cluster && password == ConnectCredential(secret, cluster) {
+			if user != cluster && password == ConnectCredential(secret, cluster, 0) {
 				t.Fatalf("the credential of %q opens %q", cluster, user)
 			}
 		}
 		if len(validation.IsDNS1123Subdomain(cluster)) > 0 {
 			return
 		}
-		u, err := url.Parse(ConnectProxyURL(secret, "127.0.0.1:8132", cluster))
+		u, err := url.Parse(ConnectProxyURL(secret, "127.0.0.1:8132", cluster, 0, false))
 		if err != nil {
 			t.Fatalf("proxy URL of %q does not parse: %v", cluster, err)
 		}
@@ -87,7 +87,7 @@ func FuzzConnectAuth(f *testing.F) {
 		password, _ := u.User.Password()
 		sent := "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+password))
 		user, pw, ok := parseProxyAuthorization(sent)
-		if !ok || user != cluster || !checkConnectCredential(secret, user, pw) {
+		if !ok || user != cluster || !checkConnectCredential(secret, user, 0, pw) {
 			t.Fatalf("the proxy URL of %q does not open it (user %q, ok %v)", cluster, user, ok)
 		}
 	})

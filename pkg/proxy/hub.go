@@ -41,6 +41,9 @@ type Hub struct {
 	serving   tls.Certificate
 	agentCAs  *x509.CertPool
 	clientCAs *x509.CertPool
+	// connectCA verifies the serving certificate on the TLS CONNECT
+	// frontend (nil when it speaks plain HTTP).
+	connectCA []byte
 
 	agentLn, grpcLn, connectLn net.Listener
 
@@ -81,6 +84,12 @@ func New(o Options) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
+	var connectCA []byte
+	if o.ConnectPort != 0 && o.ConnectTLS {
+		if connectCA, err = checkConnectServing(serving, o.ConnectCAFile, connectHost(&o)); err != nil {
+			return nil, err
+		}
+	}
 	registerMetrics()
 	id, _ := os.Hostname()
 	// A non-nil, disabled token authentication: agents authenticate with
@@ -95,8 +104,38 @@ func New(o Options) (*Hub, error) {
 		serving:   serving,
 		agentCAs:  agentCAs,
 		clientCAs: clientCAs,
+		connectCA: connectCA,
 		agents:    map[string]map[*agentConn]struct{}{},
 	}, nil
+}
+
+// checkConnectServing makes sure clients of the TLS CONNECT frontend can
+// verify it: the serving certificate must chain to the CA in caFile and
+// name host, the host of the proxy URLs. It returns the CA's PEM.
+func checkConnectServing(serving tls.Certificate, caFile, host string) ([]byte, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("tunnel CONNECT frontend CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("tunnel CONNECT frontend CA %s holds no PEM certificate", caFile)
+	}
+	leaf, err := x509.ParseCertificate(serving.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("parsing the tunnel hub's serving certificate: %w", err)
+	}
+	inter := x509.NewCertPool()
+	for _, der := range serving.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: host}); err != nil {
+		return nil, fmt.Errorf("the TLS CONNECT frontend's proxy URLs name %s, but clients could not verify the hub's serving certificate for it (%w): "+
+			"set --tunnel-connect-advertise-host to a name the certificate holds, or re-issue the certificate with that name (the plane's --tls-san), or serve plain HTTP with --tunnel-connect-tls=false", host, err)
+	}
+	return caPEM, nil
 }
 
 func loadPool(path string) (*x509.CertPool, error) {
@@ -211,8 +250,18 @@ func (h *Hub) Run(ctx context.Context) (err error) {
 			Handler:           http.HandlerFunc(h.serveConnect),
 			ReadHeaderTimeout: 10 * time.Second,
 		}
-		serve("CONNECT frontend", func() error { return connectSrv.Serve(h.connectLn) })
-		klog.InfoS("Tunnel hub CONNECT frontend listening", "address", h.connectLn.Addr().String())
+		ln := h.connectLn
+		if h.connectCA != nil {
+			// HTTP/1.1 only: CONNECT hands the connection over (hijack),
+			// which HTTP/2 does not do.
+			ln = tls.NewListener(ln, &tls.Config{
+				MinVersion:   tls.VersionTLS12,
+				Certificates: []tls.Certificate{h.serving},
+				NextProtos:   []string{"http/1.1"},
+			})
+		}
+		serve("CONNECT frontend", func() error { return connectSrv.Serve(ln) })
+		klog.InfoS("Tunnel hub CONNECT frontend listening", "address", h.connectLn.Addr().String(), "tls", h.connectCA != nil)
 	}
 
 	select {
@@ -258,22 +307,34 @@ func addr(ln net.Listener) net.Addr {
 	return ln.Addr()
 }
 
-// ConnectURL is the spec.proxyURL for cluster: the CONNECT frontend with
-// the cluster as proxy user and its credential as password.
-func (h *Hub) ConnectURL(cluster string) (string, error) {
+// connectHost is the host proxy URLs name: the advertised host, else the
+// bind address (127.0.0.1 when unspecified).
+func connectHost(o *Options) string {
+	if o.ConnectAdvertiseHost != "" {
+		return o.ConnectAdvertiseHost
+	}
+	if ip := net.ParseIP(o.ConnectBindAddress); ip != nil && !ip.IsUnspecified() {
+		return o.ConnectBindAddress
+	}
+	return "127.0.0.1"
+}
+
+// ConnectURL is the spec.proxyURL for cluster: the CONNECT frontend
+// (https:// unless it speaks plain HTTP) with the cluster as proxy user
+// and its credential of generation as password.
+func (h *Hub) ConnectURL(cluster string, generation int64) (string, error) {
 	if h.connectLn == nil {
 		return "", errors.New("the tunnel hub's CONNECT frontend is disabled")
 	}
-	host := h.opts.ConnectAdvertiseHost
-	if host == "" {
-		host = h.opts.ConnectBindAddress
-		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-			host = "127.0.0.1"
-		}
-	}
 	port := strconv.Itoa(h.connectLn.Addr().(*net.TCPAddr).Port)
-	return ConnectProxyURL(h.secret, net.JoinHostPort(host, port), cluster), nil
+	return ConnectProxyURL(h.secret, net.JoinHostPort(connectHost(&h.opts), port), cluster, generation, h.connectCA == nil), nil
 }
+
+// ConnectCA is the PEM CA that verifies the TLS CONNECT frontend, for a
+// tunnelled cluster's caBundle (clients verify an https proxy with the
+// CA they verify the member with); nil when the frontend speaks plain
+// HTTP.
+func (h *Hub) ConnectCA() []byte { return h.connectCA }
 
 // Connected is the number of agents connected for cluster that dials can
 // use now (ANP registers a stream as a backend a moment after it opens).
@@ -487,9 +548,22 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cluster, password, ok := parseProxyAuthorization(r.Header.Get("Proxy-Authorization"))
-	if !ok || !checkConnectCredential(h.secret, cluster, password) {
+	var generation int64
+	if ok && h.opts.ConnectGeneration != nil {
+		g, err := h.opts.ConnectGeneration(cluster)
+		if err != nil {
+			writeRawStatus(w, http.StatusServiceUnavailable, fmt.Sprintf("checking the proxy credential of cluster %s: %v", cluster, err))
+			return
+		}
+		generation = g
+	}
+	if !ok || !checkConnectCredential(h.secret, cluster, generation, password) {
 		rejectedCounter.WithLabelValues("proxy_auth").Inc()
-		klog.V(2).InfoS("Refused CONNECT request", "remote", r.RemoteAddr, "user", cluster, "reason", "bad or missing proxy credentials")
+		if ok && staleConnectCredential(h.secret, cluster, generation, password) {
+			klog.InfoS("Refused CONNECT request with a rotated proxy credential", "remote", r.RemoteAddr, "cluster", cluster, "currentGeneration", generation)
+		} else {
+			klog.V(2).InfoS("Refused CONNECT request", "remote", r.RemoteAddr, "user", cluster, "reason", "bad or missing proxy credentials")
+		}
 		w.Header().Set("Proxy-Authenticate", `Basic realm="cellfed-tunnel"`)
 		http.Error(w, "tunnel proxy credentials missing or wrong", http.StatusProxyAuthRequired)
 		return

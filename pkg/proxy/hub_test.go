@@ -47,7 +47,7 @@ func hubOptions(t *testing.T) (*Options, pki.Files) {
 	o := NewOptions()
 	o.AgentPort, o.GRPCPort, o.ConnectPort = freePort(t), freePort(t), freePort(t)
 	o.ServingCertFile, o.ServingKeyFile = f.ServingCert(), f.ServingKey()
-	o.AgentCAFile, o.ClientCAFile = f.AgentCACert(), f.CACert()
+	o.AgentCAFile, o.ClientCAFile, o.ConnectCAFile = f.AgentCACert(), f.CACert(), f.CACert()
 	o.ConnectSecretFile = filepath.Join(f.Dir, "tunnel-connect.secret")
 	return o, f
 }
@@ -56,6 +56,12 @@ func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate
 	t.Helper()
 	o, f := hubOptions(t)
 	o.Admit = admit
+	return runHub(t, o), f
+}
+
+// runHub runs a hub with o until the test ends.
+func runHub(t *testing.T, o *Options) *Hub {
+	t.Helper()
 	h, err := New(*o)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +78,7 @@ func testHub(t *testing.T, admit func(context.Context, string, *x509.Certificate
 			t.Errorf("hub: %v", err)
 		}
 	})
-	return h, f
+	return h
 }
 
 // writeAgentCert signs a new agent certificate for cluster into dir
@@ -152,12 +158,30 @@ func poll(t *testing.T, what string, cond func() bool) {
 // cluster, on a fresh connection.
 func getVia(t *testing.T, h *Hub, srv *httptest.Server, cluster string) (string, error) {
 	t.Helper()
-	pu, err := h.ConnectURL(cluster)
+	pu, err := h.ConnectURL(cluster, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(pu)
+	return getThrough(t, srv, pu, h.ConnectCA())
+}
+
+// getThrough GETs the member (target) through the proxy URL pu with a
+// client that trusts the member's CA and proxyCA (what a KubeFedCluster's
+// caBundle holds), on a fresh connection.
+func getThrough(t *testing.T, srv *httptest.Server, pu string, proxyCA []byte) (string, error) {
+	t.Helper()
+	u, err := url.Parse(pu)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tr := srv.Client().Transport.(*http.Transport).Clone()
+	if proxyCA != nil {
+		roots := tr.TLSClientConfig.RootCAs.Clone()
+		if !roots.AppendCertsFromPEM(proxyCA) {
+			t.Fatal("proxy CA holds no PEM certificate")
+		}
+		tr.TLSClientConfig.RootCAs = roots
+	}
 	tr.Proxy = http.ProxyURL(u)
 	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	defer tr.CloseIdleConnections()
@@ -361,4 +385,128 @@ func TestHubHealth(t *testing.T) {
 	if err := h.Healthy(); err == nil || !strings.Contains(err.Error(), "the tunnel hub stopped: tunnel hub agent listener") {
 		t.Fatalf("Healthy() after the failure = %v", err)
 	}
+}
+
+// TestConnectFrontendTLS: the CONNECT frontend speaks TLS by default, so
+// the proxy credential never travels in clear. A client built as KubeFed
+// builds its REST config (one CA pool for the member and the https proxy)
+// reaches the member through it; a plain-HTTP proxy request, or a client
+// that does not trust the hub, does not. Raising one cluster's credential
+// generation refuses that cluster's old credential and no other cluster's.
+func TestConnectFrontendTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "member") }))
+	defer srv.Close()
+	var generations sync.Map // cluster -> int64
+	o, f := hubOptions(t)
+	o.ConnectGeneration = func(cluster string) (int64, error) {
+		if g, ok := generations.Load(cluster); ok {
+			return g.(int64), nil
+		}
+		return 0, nil
+	}
+	h := runHub(t, o)
+	target := strings.TrimPrefix(srv.URL, "https://")
+	testAgent(t, h, f, "alpha", target)
+	testAgent(t, h, f, "beta", target)
+	poll(t, "both agents", func() bool {
+		a, errA := getVia(t, h, srv, "alpha")
+		b, errB := getVia(t, h, srv, "beta")
+		return errA == nil && errB == nil && a == "member" && b == "member"
+	})
+
+	alpha0, err := h.ConnectURL("alpha", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := mustURL(t, alpha0); u.Scheme != "https" {
+		t.Fatalf("proxy URL %s: want https (the credential must not travel in clear)", alpha0)
+	}
+	if h.ConnectCA() == nil {
+		t.Fatal("ConnectCA() is nil with TLS on")
+	}
+
+	t.Run("a plain-HTTP proxy request is not served", func(t *testing.T) {
+		plain := strings.Replace(alpha0, "https://", "http://", 1)
+		if body, err := getThrough(t, srv, plain, h.ConnectCA()); err == nil {
+			t.Fatalf("plain-HTTP CONNECT succeeded: %q", body)
+		}
+	})
+	t.Run("a client that does not trust the hub refuses it", func(t *testing.T) {
+		_, err := getThrough(t, srv, alpha0, nil)
+		if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+			t.Fatalf("got %v, want an unknown-authority error for the hub", err)
+		}
+	})
+	t.Run("rotating one cluster's credential revokes its old one only", func(t *testing.T) {
+		generations.Store("alpha", int64(1))
+		if _, err := getThrough(t, srv, alpha0, h.ConnectCA()); err == nil || !strings.Contains(err.Error(), "Proxy Authentication Required") {
+			t.Fatalf("alpha's generation-0 credential after rotation: %v, want 407", err)
+		}
+		alpha1, err := h.ConnectURL("alpha", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if alpha1 == alpha0 {
+			t.Fatal("the generation-1 proxy URL equals the generation-0 one")
+		}
+		if body, err := getThrough(t, srv, alpha1, h.ConnectCA()); err != nil || body != "member" {
+			t.Fatalf("alpha's generation-1 credential: %q, %v", body, err)
+		}
+		if body, err := getVia(t, h, srv, "beta"); err != nil || body != "member" {
+			t.Fatalf("beta's credential after alpha rotated: %q, %v", body, err)
+		}
+	})
+	t.Run("a failed generation lookup answers 503 with the reason", func(t *testing.T) {
+		o.ConnectGeneration = nil // the hub keeps its own copy of the options
+		h.opts.ConnectGeneration = func(string) (int64, error) { return 0, errors.New("registrations not loaded") }
+		defer func() { h.opts.ConnectGeneration = nil }()
+		if _, err := getVia(t, h, srv, "beta"); err == nil || !strings.Contains(err.Error(), "registrations not loaded") {
+			t.Fatalf("got %v, want the lookup's error", err)
+		}
+	})
+}
+
+// TestConnectFrontendPlainHTTP: with --tunnel-connect-tls=false the
+// frontend speaks plain HTTP (http:// proxy URLs, no CA to add).
+func TestConnectFrontendPlainHTTP(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "member") }))
+	defer srv.Close()
+	o, f := hubOptions(t)
+	o.ConnectTLS = false
+	h := runHub(t, o)
+	testAgent(t, h, f, "alpha", strings.TrimPrefix(srv.URL, "https://"))
+	pu, err := h.ConnectURL("alpha", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustURL(t, pu).Scheme != "http" || h.ConnectCA() != nil {
+		t.Fatalf("plain frontend: proxy URL %s, CA %v", pu, h.ConnectCA() != nil)
+	}
+	poll(t, "alpha through the plain frontend", func() bool {
+		body, err := getVia(t, h, srv, "alpha")
+		return err == nil && body == "member"
+	})
+}
+
+// TestConnectServingMustNameHost: a hub whose serving certificate does not
+// name the host of its proxy URLs refuses to start, saying what to do.
+func TestConnectServingMustNameHost(t *testing.T) {
+	o, _ := hubOptions(t)
+	o.ConnectAdvertiseHost = "hub.example.com"
+	if _, err := New(*o); err == nil || !strings.Contains(err.Error(), "--tunnel-connect-advertise-host") {
+		t.Fatalf("New = %v, want an error naming --tunnel-connect-advertise-host", err)
+	}
+	o.ConnectTLS = false
+	if _, err := New(*o); err != nil {
+		t.Fatalf("plain frontend: %v", err)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -26,11 +26,19 @@ type Options struct {
 	GRPCBindAddress string
 	GRPCPort        int
 	// ConnectBindAddress and ConnectPort are the HTTP CONNECT frontend,
-	// the proxy of KubeFedClusters' spec.proxyURL. It speaks plain HTTP
-	// (KubeFed cannot give the proxy its own TLS settings), so bind it
-	// to an address only the controllers reach.
+	// the proxy of KubeFedClusters' spec.proxyURL.
 	ConnectBindAddress string
 	ConnectPort        int
+	// ConnectTLS serves the CONNECT frontend over TLS with the serving
+	// certificate (proxy URLs https://): the per-cluster credential never
+	// travels in clear. Go's HTTP client verifies an https proxy with the
+	// REST config's CA, which for KubeFed is the KubeFedCluster's
+	// caBundle, so the plane appends ConnectCAFile to it. Off, the
+	// frontend speaks plain HTTP (proxy URLs http://).
+	ConnectTLS bool
+	// ConnectCAFile is the CA that verifies the serving certificate; it
+	// goes into tunnelled clusters' caBundle (ConnectCA).
+	ConnectCAFile string
 	// ConnectAdvertiseHost is the host ConnectURL puts in proxy URLs;
 	// empty means the bind address (127.0.0.1 when unspecified).
 	ConnectAdvertiseHost string
@@ -68,6 +76,12 @@ type Options struct {
 	// its message is sent to the agent. Registration uses it to refuse
 	// revoked clusters.
 	Admit func(ctx context.Context, cluster string, cert *x509.Certificate) error
+
+	// ConnectGeneration, when set, is cluster's current proxy credential
+	// generation (its registration's spec.proxyCredentialGeneration; 0
+	// without a registration): the CONNECT frontend accepts only the
+	// credential of that generation. An error answers 503 with it.
+	ConnectGeneration func(cluster string) (int64, error)
 }
 
 // NewOptions returns the defaults: every listener on loopback, agents on
@@ -80,6 +94,7 @@ func NewOptions() *Options {
 		GRPCPort:           8131,
 		ConnectBindAddress: "127.0.0.1",
 		ConnectPort:        8133,
+		ConnectTLS:         true,
 		KeepaliveTime:      10 * time.Second,
 		KeepaliveTimeout:   10 * time.Second,
 		DialTimeout:        10 * time.Second,
@@ -97,7 +112,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.AgentPort, "tunnel-agent-port", o.AgentPort, "Port for tunnel agents (gRPC, mTLS with agent certificates); 0 disables the tunnel hub's agent listener.")
 	fs.StringVar(&o.GRPCBindAddress, "tunnel-grpc-bind-address", o.GRPCBindAddress, "Address of the tunnel hub's gRPC frontend for controllers.")
 	fs.IntVar(&o.GRPCPort, "tunnel-grpc-port", o.GRPCPort, "Port of the gRPC tunnel frontend (mTLS with plane-CA client certificates); 0 disables it.")
-	fs.StringVar(&o.ConnectBindAddress, "tunnel-connect-bind-address", o.ConnectBindAddress, "Address of the tunnel hub's HTTP CONNECT frontend (plain HTTP with per-cluster proxy credentials; keep it on a network only controllers reach).")
+	fs.StringVar(&o.ConnectBindAddress, "tunnel-connect-bind-address", o.ConnectBindAddress, "Address of the tunnel hub's HTTP CONNECT frontend (per-cluster proxy credentials; keep it on a network only controllers reach).")
+	fs.BoolVar(&o.ConnectTLS, "tunnel-connect-tls", o.ConnectTLS, "Serve the CONNECT frontend over TLS (proxy URLs https://, the hub's serving certificate, its CA appended to tunnelled clusters' caBundle), so proxy credentials never travel in clear; false serves plain HTTP.")
 	fs.IntVar(&o.ConnectPort, "tunnel-connect-port", o.ConnectPort, "Port of the HTTP CONNECT frontend used by KubeFedCluster spec.proxyURL; 0 disables it.")
 	fs.StringVar(&o.ConnectAdvertiseHost, "tunnel-connect-advertise-host", o.ConnectAdvertiseHost, "Host put in the proxy URLs of tunnelled clusters (default: the CONNECT bind address).")
 	fs.IntVar(&o.ServerCount, "tunnel-server-count", o.ServerCount, "Number of tunnel hubs (plane replicas) behind the agents' address; each agent keeps a connection to every one of them, so any replica reaches every tunnelled cluster.")
@@ -144,6 +160,9 @@ func (o *Options) Validate() []error {
 			if f == "" {
 				errs = append(errs, fmt.Errorf("tunnel hub: no %s file", name))
 			}
+		}
+		if o.ConnectPort != 0 && o.ConnectTLS && o.ConnectCAFile == "" {
+			errs = append(errs, errors.New("tunnel hub: the TLS CONNECT frontend needs the CA of its serving certificate (for tunnelled clusters' caBundle)"))
 		}
 	}
 	return errs

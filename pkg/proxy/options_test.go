@@ -8,7 +8,7 @@ import (
 func TestOptionsValidate(t *testing.T) {
 	valid := func() *Options {
 		o := NewOptions()
-		o.ServingCertFile, o.ServingKeyFile, o.AgentCAFile, o.ClientCAFile, o.ConnectSecretFile = "s.crt", "s.key", "a.crt", "c.crt", "secret"
+		o.ServingCertFile, o.ServingKeyFile, o.AgentCAFile, o.ClientCAFile, o.ConnectSecretFile, o.ConnectCAFile = "s.crt", "s.key", "a.crt", "c.crt", "secret", "c.crt"
 		return o
 	}
 	tests := []struct {
@@ -26,6 +26,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"no dial timeout", func(o *Options) { o.DialTimeout = 0 }, "dial-timeout"},
 		{"no agent CA", func(o *Options) { o.AgentCAFile = "" }, "no agent CA file"},
 		{"no secret", func(o *Options) { o.ConnectSecretFile = "" }, "no CONNECT secret file"},
+		{"TLS CONNECT without its CA", func(o *Options) { o.ConnectCAFile = "" }, "the TLS CONNECT frontend needs the CA of its serving certificate"},
+		{"plain CONNECT needs no CA", func(o *Options) { o.ConnectCAFile, o.ConnectTLS = "", false }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

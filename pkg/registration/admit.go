@@ -67,3 +67,15 @@ func CurrentCertificate(reg *cellv1alpha1.ClusterRegistration, cert *x509.Certif
 	}
 	return fmt.Errorf("agent certificate %s of cluster %s is not the registration's current one (superseded by a renewal, or issued by hand); the agent must use the certificate the plane signed last", serial, reg.Name)
 }
+
+// ProxyCredentialGeneration is the generation of cluster's credential on
+// the hubs' CONNECT frontend: the registration's
+// spec.proxyCredentialGeneration, 0 without a registration (a hand-made
+// tunnelled cluster). The hubs accept only the credential of this
+// generation.
+func ProxyCredentialGeneration(reg *cellv1alpha1.ClusterRegistration) int64 {
+	if reg == nil {
+		return 0
+	}
+	return reg.Spec.ProxyCredentialGeneration
+}

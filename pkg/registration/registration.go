@@ -70,13 +70,12 @@ const (
 	BootstrapRole = roles.RegistrationBootstrapper
 )
 
-// Auto-approve policy: the ConfigMap PolicyConfigMap in the federation
-// namespace maps a tenant (key) to PolicyAutoApprove; registrations of that
-// tenant are approved without an administrator.
-const (
-	PolicyConfigMap   = "cellfed-registration-policy"
-	PolicyAutoApprove = "auto-approve"
-)
+// PolicyConfigMap is the ConfigMap in the federation namespace that held
+// the auto-approve policy before it became the cluster-scoped
+// RegistrationPolicy (anyone with ConfigMap rights in that namespace could
+// edit it). The plane ignores it, and admission refuses to write it,
+// saying what replaced it.
+const PolicyConfigMap = "cellfed-registration-policy"
 
 // DefaultMemberNamespace is where the agent puts the plane's
 // ServiceAccount in its member cluster.

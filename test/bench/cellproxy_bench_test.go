@@ -31,9 +31,9 @@ func BenchmarkCellProxy(b *testing.B) {
 	cert, key := framework.IssueAgentCert(b, plane, "edge-1", time.Hour)
 	framework.StartAgent(b, plane, ports, framework.AgentOptions{Cluster: "edge-1", CertFile: cert, KeyFile: key, Kubeconfig: edge.Kubeconfig})
 	framework.JoinMember(b, plane, direct, "direct-1")
-	edge.ProxyURL = framework.TunnelProxyURL(b, plane, ports, "edge-1")
+	edge.ProxyURL, edge.ProxyCA = framework.TunnelProxyURL(b, plane, ports, "edge-1"), framework.TunnelProxyCA(b, plane)
 	framework.JoinMember(b, plane, edge, "edge-1")
-	edge.ProxyURL = ""
+	edge.ProxyURL, edge.ProxyCA = "", nil
 	ctx := context.Background()
 	for _, m := range []*framework.Server{direct, edge} {
 		mc := m.Client(b)

@@ -51,6 +51,9 @@ func BenchmarkTunnel(b *testing.B) {
 	}
 	viaConnect := rest.CopyConfig(base)
 	viaConnect.Proxy = proxyFunc(b, framework.TunnelProxyURL(b, plane, ports, "bench-1"))
+	if err := framework.AddCA(viaConnect, framework.TunnelProxyCA(b, plane)); err != nil {
+		b.Fatal(err)
+	}
 	do := proxy.NewDialerOptions()
 	do.Address, do.ServerName = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.GRPCPort)), "localhost"
 	do.CAFile, do.CertFile, do.KeyFile = plane.PKI().CACert(), plane.PKI().AdminCert(), plane.PKI().AdminKey()

@@ -26,7 +26,7 @@ func BenchmarkTunnelRelease(b *testing.B) {
 	cert, key := framework.IssueAgentCert(b, plane, "edge", time.Hour)
 	framework.StartAgent(b, plane, ports, framework.AgentOptions{Cluster: "edge", CertFile: cert, KeyFile: key, Kubeconfig: tunnelled.Kubeconfig})
 	viaTunnel := *tunnelled
-	viaTunnel.ProxyURL = framework.TunnelProxyURL(b, plane, ports, "edge")
+	viaTunnel.ProxyURL, viaTunnel.ProxyCA = framework.TunnelProxyURL(b, plane, ports, "edge"), framework.TunnelProxyCA(b, plane)
 	viaTunnel.Endpoint = "https://localhost:1" // withheld: only the tunnel leads there
 	if err := viaTunnel.WaitReady(context.Background()); err != nil {
 		b.Fatal(err)

@@ -220,6 +220,26 @@ func TestRegistrationAPI(t *testing.T) {
 		t.Errorf("ClusterRoleBinding cellfed-edge-2 in the member after deny: %v, want NotFound", err)
 	}
 
+	// The auto-approve policy is not open to whoever may write ConfigMaps
+	// in the federation namespace: such a user can neither write the
+	// ConfigMap that held it before (admission says what replaced it) nor
+	// the RegistrationPolicy (RBAC).
+	k := framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
+	k.MustRun(t, "", "-n", framework.KubeFedNamespace, "create", "role", "cm-editor", "--verb=*", "--resource=configmaps")
+	k.MustRun(t, "", "-n", framework.KubeFedNamespace, "create", "rolebinding", "cm-editor", "--role=cm-editor", "--user=mallory")
+	if _, err := k.Run(ctx, "", "--as=mallory", "-n", framework.KubeFedNamespace, "create", "configmap", registration.PolicyConfigMap, "--from-literal=acme=auto-approve"); err == nil ||
+		!strings.Contains(err.Error(), "the auto-approve policy is no longer a ConfigMap") {
+		t.Errorf("a ConfigMap editor writing the old policy ConfigMap: %v, want it refused", err)
+	}
+	if _, err := k.Run(ctx, "apiVersion: core.cellfed.io/v1alpha1\nkind: RegistrationPolicy\nmetadata: {name: acme}\nspec: {approval: Automatic}\n", "--as=mallory", "create", "-f", "-"); err == nil ||
+		!strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("a ConfigMap editor creating a RegistrationPolicy: %v, want forbidden", err)
+	}
+	if _, err := k.Run(ctx, "apiVersion: core.cellfed.io/v1alpha1\nkind: RegistrationPolicy\nmetadata: {name: acme}\nspec: {approval: Always}\n", "create", "-f", "-"); err == nil ||
+		!strings.Contains(err.Error(), `Unsupported value: "Always"`) {
+		t.Errorf("a RegistrationPolicy with approval Always: %v, want it refused", err)
+	}
+
 	// Auto-approve: acme's registrations are approved as they arrive; the
 	// policy can be turned off again.
 	out := f.ctl.ok(t, "registration", "auto-approve", "acme")
@@ -246,7 +266,6 @@ func TestRegistrationAPI(t *testing.T) {
 	// A registration named like a joined cluster (another tenant's, say)
 	// is refused at creation; one whose name a cluster took after it was
 	// created is approved in vain: nothing is signed for it.
-	k := framework.Kubectl{Kubeconfig: f.plane.Kubeconfig}
 	joinByHand := func(name string) {
 		k.MustRun(t, fmt.Sprintf("apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: %s, namespace: %s}\nspec: {apiEndpoint: \"https://127.0.0.1:1\", secretRef: {name: %s-token}}\n", name, framework.KubeFedNamespace, name), "apply", "-f", "-")
 	}

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -127,13 +129,24 @@ func TestRegistrationBehindNetNS(t *testing.T) {
 	if !strings.Contains(proxyURL, "127.0.0.1:"+strconv.Itoa(ports.ConnectPort)) || ca == "" {
 		t.Errorf("KubeFedCluster edge-1: proxyURL %q caBundle set %v", proxyURL, ca != "")
 	}
+	// The CONNECT frontend speaks TLS (the proxy credential never travels
+	// in clear), and the caBundle, the one CA pool KubeFed verifies the
+	// proxy and the member with, holds the member's CA and the plane's.
+	caBundle, err := base64.StdEncoding.DecodeString(ca)
+	if err != nil {
+		t.Fatalf("KubeFedCluster edge-1 caBundle: %v", err)
+	}
+	planeCA := framework.TunnelProxyCA(t, f.plane)
+	if !strings.HasPrefix(proxyURL, "https://") || !bytes.Contains(caBundle, bytes.TrimSpace(planeCA)) {
+		t.Errorf("KubeFedCluster edge-1: proxyURL %q, want https://; caBundle holds the plane CA: %v", proxyURL, bytes.Contains(caBundle, bytes.TrimSpace(planeCA)))
+	}
 	if ns != nil {
 		// The plane cannot reach the member's address itself.
 		if code, _ := framework.RunToExit(t, framework.KubectlBinary(t), "--kubeconfig="+member.Kubeconfig, "--request-timeout=2s", "get", "--raw=/readyz"); code == 0 {
 			t.Fatalf("the member at %s answers from the host: it is not behind its namespace", endpoint)
 		}
 	}
-	member.ProxyURL = proxyURL
+	member.ProxyURL, member.ProxyCA = proxyURL, caBundle
 	if err := member.WaitReady(ctx); err != nil {
 		t.Fatalf("member not ready through the tunnel: %v\nagent log:\n%s", err, agent.Tail(30))
 	}
@@ -278,6 +291,40 @@ spec:
 	}
 	stopLoop()
 	<-loopDone
+
+	// Rotation: the cluster's proxy credential alone is revoked. The
+	// plane rewrites the KubeFedCluster's proxyURL, the hub refuses the
+	// previous one at once, and upstream KubeFed goes on through the new
+	// one.
+	out = f.ctl.ok(t, "registration", "rotate-proxy-credential", "edge-1")
+	if !strings.Contains(out, "proxy credential generation 1; the hubs refuse the previous credential, KubeFedCluster kube-federation-system/edge-1 has the new proxyURL") {
+		t.Errorf("rotate-proxy-credential printed %q", out)
+	}
+	kc, err = f.dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).Get(ctx, "edge-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotatedURL, _, _ := unstructured.NestedString(kc.Object, "spec", "proxyURL")
+	if rotatedURL == proxyURL || !strings.HasPrefix(rotatedURL, "https://") {
+		t.Fatalf("proxyURL after rotation %q (before %q)", rotatedURL, proxyURL)
+	}
+	stale := *member
+	if _, err := stale.Client(t).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "Proxy Authentication Required") {
+		t.Errorf("the rotated-out proxy credential: %v, want Proxy Authentication Required", err)
+	}
+	member.ProxyURL = rotatedURL
+	memberClient = member.Client(t)
+	if _, err := memberClient.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("through the rotated proxy credential: %v", err)
+	}
+	k.MustRun(t, "", "-n", "shop", "patch", fdV1beta1, "api", "--type=merge", "-p",
+		`{"spec":{"template":{"spec":{"template":{"spec":{"containers":[{"name":"api","image":"nginx:1.29"}]}}}}}}`)
+	if err := framework.Poll(ctx, 100*time.Millisecond, controllerTimeout, func(ctx context.Context) (bool, error) {
+		d, err := memberClient.AppsV1().Deployments("shop").Get(ctx, "api", metav1.GetOptions{})
+		return err == nil && d.Spec.Template.Spec.Containers[0].Image == "nginx:1.29", nil
+	}); err != nil {
+		t.Errorf("upstream KubeFed after the rotation did not update deployment shop/api: %v", err)
+	}
 
 	// Revocation: the agent is disconnected and refused, the cluster goes
 	// Offline, the directly joined cluster stays Ready.

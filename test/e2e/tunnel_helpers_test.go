@@ -58,6 +58,7 @@ func startTunnelledMember(t *testing.T, plane *framework.Server, ports framework
 		Cluster: name, CertFile: tm.cert, KeyFile: tm.key, Kubeconfig: tm.member.Kubeconfig, NetNS: ns, Args: agentArgs,
 	})
 	tm.member.ProxyURL = framework.TunnelProxyURL(t, plane, ports, name)
+	tm.member.ProxyCA = framework.TunnelProxyCA(t, plane)
 	if ns == nil {
 		tm.member.Endpoint = "https://localhost:1" // withheld: nothing answers there
 	}

@@ -49,6 +49,9 @@ func memberConfigVia(t *testing.T, m *framework.Server, dial func(ctx context.Co
 	}
 	cfg.Dial = dial
 	cfg.Timeout = 10 * time.Second
+	if err := framework.AddCA(cfg, m.ProxyCA); err != nil {
+		t.Fatal(err)
+	}
 	return cfg
 }
 
@@ -115,7 +118,7 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 	t.Run("wrong proxy credentials", func(t *testing.T) {
 		for name, pu := range map[string]*url.URL{
 			"other cluster's password": mustParse(t, strings.Replace(framework.TunnelProxyURL(t, plane, ports, "other"), "other:", tm.name+":", 1)),
-			"no credentials":           {Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort))},
+			"no credentials":           {Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort))},
 		} {
 			cfg := memberConfigVia(t, tm.member, nil)
 			cfg.Dial, cfg.Proxy = nil, http.ProxyURL(pu)
@@ -200,7 +203,8 @@ func TestTunnelStandaloneProxy(t *testing.T) {
 		t.Fatalf("cellfed-proxy wrote no CONNECT secret: %v", err)
 	}
 	tunnelled := *member
-	tunnelled.ProxyURL = proxy.ConnectProxyURL(raw, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort)), "solo")
+	tunnelled.ProxyURL = proxy.ConnectProxyURL(raw, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort)), "solo", 0, false)
+	tunnelled.ProxyCA = framework.TunnelProxyCA(t, plane)
 	tunnelled.Endpoint = "https://localhost:1"
 	if err := tunnelled.WaitReady(context.Background()); err != nil {
 		t.Fatalf("member through cellfed-proxy: %v", err)

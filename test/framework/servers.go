@@ -26,6 +26,10 @@ type Server struct {
 	// ProxyURL, when set, is the HTTP proxy clients reach the server
 	// through (a tunnelled member: the hub's CONNECT frontend).
 	ProxyURL string
+	// ProxyCA is the PEM CA of an https ProxyURL (the hub's TLS CONNECT
+	// frontend): clients add it to the CAs they verify the server with,
+	// as a KubeFedCluster's caBundle holds both.
+	ProxyCA []byte
 	// Endpoint, when set, is the address the federation is given for the
 	// server instead of its kubeconfig's (a member whose address is
 	// withheld).
@@ -42,6 +46,25 @@ func (s *Server) withProxy(cfg *rest.Config) error {
 		return err
 	}
 	cfg.Proxy = p
+	return AddCA(cfg, s.ProxyCA)
+}
+
+// AddCA adds PEM CA certificates to those cfg verifies servers (and an
+// https proxy) with.
+func AddCA(cfg *rest.Config, ca []byte) error {
+	if len(ca) == 0 {
+		return nil
+	}
+	have := cfg.CAData
+	if len(have) == 0 && cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return fmt.Errorf("reading CA file: %w", err)
+		}
+		have = b
+	}
+	cfg.CAData = append(append(append([]byte{}, have...), '\n'), ca...)
+	cfg.CAFile = ""
 	return nil
 }
 

@@ -73,14 +73,28 @@ func IssueAgentCert(t testing.TB, plane *Server, cluster string, validity time.D
 	return certFile, keyFile
 }
 
-// TunnelProxyURL is the spec.proxyURL of a tunnelled cluster on plane.
+// TunnelProxyURL is the spec.proxyURL of a hand-made tunnelled cluster on
+// plane: the TLS CONNECT frontend (verified with TunnelProxyCA) with the
+// cluster's credential of generation 0.
 func TunnelProxyURL(t testing.TB, plane *Server, ports TunnelPorts, cluster string) string {
 	t.Helper()
 	secret, err := os.ReadFile(filepath.Join(plane.PKI().Dir, "tunnel-connect.secret"))
 	if err != nil {
 		t.Fatalf("reading the plane's tunnel CONNECT secret: %v", err)
 	}
-	return proxy.ConnectProxyURL(secret, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort)), cluster)
+	return proxy.ConnectProxyURL(secret, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.ConnectPort)), cluster, 0, false)
+}
+
+// TunnelProxyCA is the PEM CA that verifies plane's TLS CONNECT frontend
+// (the plane's CA), what the plane appends to a tunnelled cluster's
+// caBundle.
+func TunnelProxyCA(t testing.TB, plane *Server) []byte {
+	t.Helper()
+	ca, err := os.ReadFile(plane.PKI().CACert())
+	if err != nil {
+		t.Fatalf("reading the plane's CA: %v", err)
+	}
+	return ca
 }
 
 // AgentOptions configure StartAgent.
@@ -173,6 +187,16 @@ func (s *Server) KubeconfigViaProxy(t testing.TB) string {
 	}
 	for _, c := range cfg.Clusters {
 		c.ProxyURL = s.ProxyURL
+		if len(s.ProxyCA) > 0 {
+			ca := c.CertificateAuthorityData
+			if len(ca) == 0 && c.CertificateAuthority != "" {
+				if ca, err = os.ReadFile(c.CertificateAuthority); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.CertificateAuthorityData = append(append(append([]byte{}, ca...), '\n'), s.ProxyCA...)
+			c.CertificateAuthority = ""
+		}
 	}
 	path := filepath.Join(t.TempDir(), "proxied.kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

@@ -17,15 +17,41 @@ import (
 	"github.com/cellfed/cellfed/pkg/registration"
 )
 
-// Access says how the plane reaches a tunnelled cluster: the
-// KubeFedCluster's apiEndpoint and proxyURL (the hub's CONNECT frontend),
-// and the TLS validations it must disable, if any.
-type Access func(reg *cellv1alpha1.ClusterRegistration) (apiEndpoint, proxyURL string, err error)
+// Access says how the plane reaches a tunnelled cluster.
+type Access func(reg *cellv1alpha1.ClusterRegistration) (ClusterAccess, error)
+
+// ClusterAccess is what a tunnelled KubeFedCluster holds besides the
+// registration's own data.
+type ClusterAccess struct {
+	// APIEndpoint is the KubeFedCluster's apiEndpoint.
+	APIEndpoint string
+	// ProxyURL is the hub's CONNECT frontend with the cluster's credential
+	// of the registration's spec.proxyCredentialGeneration.
+	ProxyURL string
+	// ProxyCA, when set, verifies the CONNECT frontend (https proxy): it
+	// is appended to the member's CA in caBundle, the one CA pool Go's
+	// HTTP client (and so KubeFed) verifies both the proxy and the member
+	// with.
+	ProxyCA []byte
+}
+
+// caBundle is the KubeFedCluster's caBundle: the member's CA, then the
+// proxy's.
+func caBundle(member, proxyCA []byte) []byte {
+	if len(proxyCA) == 0 {
+		return member
+	}
+	out := append([]byte{}, member...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return append(out, proxyCA...)
+}
 
 // ensureCluster creates or updates the tunnelled KubeFedCluster. A
 // KubeFedCluster of the same name that this registration does not own is
 // left alone and reported.
-func (c *Controller) ensureCluster(ctx context.Context, reg *cellv1alpha1.ClusterRegistration, endpoint, proxyURL, secretName string) (string, string, string, error) {
+func (c *Controller) ensureCluster(ctx context.Context, reg *cellv1alpha1.ClusterRegistration, access ClusterAccess, secretName string) (string, string, string, error) {
 	ns := c.opts.FederationNamespace
 	ref := ns + "/" + reg.Name
 	clusters := c.dynamic.Resource(kubefed.KubeFedClustersResource).Namespace(ns)
@@ -37,9 +63,9 @@ func (c *Controller) ensureCluster(ctx context.Context, reg *cellv1alpha1.Cluste
 	if reg.Spec.Workspace != "" {
 		annotations[cellv1alpha1.LabelWorkspace] = reg.Spec.Workspace
 	}
-	spec := map[string]any{"apiEndpoint": endpoint, "proxyURL": proxyURL, "secretRef": map[string]any{"name": secretName}}
-	if len(reg.Spec.CABundle) > 0 {
-		spec["caBundle"] = encodeBase64(reg.Spec.CABundle)
+	spec := map[string]any{"apiEndpoint": access.APIEndpoint, "proxyURL": access.ProxyURL, "secretRef": map[string]any{"name": secretName}}
+	if ca := caBundle(reg.Spec.CABundle, access.ProxyCA); len(ca) > 0 {
+		spec["caBundle"] = encodeBase64(ca)
 	}
 	have, err := clusters.Get(ctx, reg.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

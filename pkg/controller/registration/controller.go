@@ -17,9 +17,7 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -35,7 +32,6 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/pki"
-	"github.com/cellfed/cellfed/pkg/registration"
 )
 
 // Controller reconciles ClusterRegistrations.
@@ -50,11 +46,10 @@ type Controller struct {
 
 	regs     cache.GenericLister
 	regsSync cache.InformerSynced
-	policy   func() (*corev1.ConfigMap, error)
+	policies cache.GenericLister
 	polSync  cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
 	factory  dynamicinformer.DynamicSharedInformerFactory
-	kfactory informers.SharedInformerFactory
 }
 
 // New builds the controller. tunnel may be nil (no hub in this process).
@@ -84,13 +79,8 @@ func New(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, files p
 	}); err != nil {
 		return nil, fmt.Errorf("watching registrations: %w", err)
 	}
-	c.kfactory = informers.NewSharedInformerFactoryWithOptions(kube, opts.Resync, informers.WithNamespace(opts.FederationNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + registration.PolicyConfigMap }))
-	cms := c.kfactory.Core().V1().ConfigMaps()
-	c.polSync = cms.Informer().HasSynced
-	c.policy = func() (*corev1.ConfigMap, error) {
-		return cms.Lister().ConfigMaps(opts.FederationNamespace).Get(registration.PolicyConfigMap)
-	}
+	pol := c.factory.ForResource(cellv1alpha1.RegistrationPoliciesResource)
+	c.policies, c.polSync = pol.Lister(), pol.Informer().HasSynced
 	requeueAll := func(any) {
 		objs, err := c.regs.List(labelsEverything())
 		if err != nil {
@@ -100,7 +90,7 @@ func New(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, files p
 			enqueue(o)
 		}
 	}
-	if _, err := cms.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := pol.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: requeueAll, UpdateFunc: func(_, o any) { requeueAll(o) }, DeleteFunc: requeueAll,
 	}); err != nil {
 		return nil, fmt.Errorf("watching the registration policy: %w", err)
@@ -119,12 +109,10 @@ func (c *Controller) Run(ctx context.Context) {
 // stop when ctx is done.
 func (c *Controller) StartInformers(ctx context.Context) {
 	c.factory.Start(ctx.Done())
-	c.kfactory.Start(ctx.Done())
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
 		c.factory.Shutdown()
-		c.kfactory.Shutdown()
 	}()
 }
 
@@ -145,6 +133,7 @@ func (c *Controller) RunWorkers(ctx context.Context) {
 			}
 		}
 	}
+	c.warnLegacyPolicy(ctx)
 	klog.InfoS("Registration controller started", "workers", c.opts.Workers, "certValidity", c.opts.CertValidity)
 	for range c.opts.Workers {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)

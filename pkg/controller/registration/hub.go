@@ -66,6 +66,20 @@ func (c *Controller) Admit(_ context.Context, cluster string, cert *x509.Certifi
 	return registration.AdmitAgent(reg, cluster, cert, c.opts.AllowUnregisteredAgents)
 }
 
+// ProxyCredentialGeneration is the embedded hub's current CONNECT
+// credential generation of cluster: its registration's
+// spec.proxyCredentialGeneration, 0 for a cluster without one.
+func (c *Controller) ProxyCredentialGeneration(cluster string) (int64, error) {
+	if !c.regsSync() {
+		return 0, fmt.Errorf("the plane is still loading registrations; retry in a moment")
+	}
+	reg, err := c.get(cluster)
+	if err != nil {
+		return 0, fmt.Errorf("reading the registration of cluster %s: %w", cluster, err)
+	}
+	return registration.ProxyCredentialGeneration(reg), nil
+}
+
 // CurrentCertificate is registration.CurrentCertificate.
 func CurrentCertificate(reg *cellv1alpha1.ClusterRegistration, cert *x509.Certificate) error {
 	return registration.CurrentCertificate(reg, cert)

@@ -59,7 +59,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 	status := reg.Status.DeepCopy()
 	if registration.Phase(status.Conditions) == cellv1alpha1.RegistrationPending && c.autoApprove(reg.Spec.Tenant) {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: cellv1alpha1.RegistrationConditionApproved, Status: metav1.ConditionTrue,
-			Reason: registration.ReasonAutoApproved, Message: fmt.Sprintf("tenant %s auto-approves registrations (ConfigMap %s/%s)", reg.Spec.Tenant, c.opts.FederationNamespace, registration.PolicyConfigMap),
+			Reason: registration.ReasonAutoApproved, Message: fmt.Sprintf("tenant %s auto-approves registrations (RegistrationPolicy %s)", reg.Spec.Tenant, reg.Spec.Tenant),
 			ObservedGeneration: reg.Generation})
 		klog.InfoS("Auto-approved cluster registration", "registration", name, "tenant", reg.Spec.Tenant)
 	}
@@ -99,15 +99,34 @@ func (c *Controller) Reconcile(ctx context.Context, name string) error {
 	return c.writeStatus(ctx, reg, status)
 }
 
+// autoApprove says whether tenant's RegistrationPolicy approves its
+// registrations automatically; without one, an administrator approves.
 func (c *Controller) autoApprove(tenant string) bool {
 	if tenant == "" {
 		return false
 	}
-	cm, err := c.policy()
+	obj, err := c.policies.Get(tenant)
 	if err != nil {
 		return false
 	}
-	return cm.Data[tenant] == registration.PolicyAutoApprove
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	approval, _, _ := unstructured.NestedString(u.Object, "spec", "approval")
+	return approval == string(cellv1alpha1.RegistrationApprovalAutomatic)
+}
+
+// warnLegacyPolicy says once, at start, that a registration-policy
+// ConfigMap of an older plane is not read any more: anyone with ConfigMap
+// rights in the federation namespace could edit it.
+func (c *Controller) warnLegacyPolicy(ctx context.Context) {
+	cm, err := c.kube.CoreV1().ConfigMaps(c.opts.FederationNamespace).Get(ctx, registration.PolicyConfigMap, metav1.GetOptions{})
+	if err != nil || len(cm.Data) == 0 {
+		return
+	}
+	klog.InfoS("WARNING: the ConfigMap of an older plane's auto-approve policy is ignored; registrations of its tenants wait for an administrator. Recreate each tenant's policy with `cellfedctl registration auto-approve <tenant>` (a RegistrationPolicy only plane administrators may change), then delete the ConfigMap",
+		"configMap", c.opts.FederationNamespace+"/"+registration.PolicyConfigMap, "tenants", len(cm.Data))
 }
 
 // register does what an approval asks: the certificate, the
@@ -139,11 +158,11 @@ func (c *Controller) register(ctx context.Context, reg *cellv1alpha1.ClusterRegi
 	if c.access == nil {
 		return registration.ReasonError, "this plane runs no tunnel hub, so a tunnelled cluster cannot be reached; start cellfed-apiserver with the tunnel hub enabled", nil
 	}
-	endpoint, proxyURL, err := c.access(reg)
+	access, err := c.access(reg)
 	if err != nil {
 		return registration.ReasonError, err.Error(), nil
 	}
-	ref, reason, msg, err := c.ensureCluster(ctx, reg, endpoint, proxyURL, secretName)
+	ref, reason, msg, err := c.ensureCluster(ctx, reg, access, secretName)
 	if err != nil || reason != "" {
 		return reason, msg, err
 	}

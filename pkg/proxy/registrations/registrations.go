@@ -110,6 +110,26 @@ func (w *Watcher) Admit(_ context.Context, cluster string, cert *x509.Certificat
 	return registration.AdmitAgent(reg, cluster, cert, w.allowUnregistered)
 }
 
+// ProxyCredentialGeneration is the hub's CONNECT credential generation of
+// cluster (registration.ProxyCredentialGeneration).
+func (w *Watcher) ProxyCredentialGeneration(cluster string) (int64, error) {
+	if !w.informer.HasSynced() {
+		return 0, errors.New("the hub is still loading registrations from the plane; retry in a moment")
+	}
+	obj, exists, err := w.informer.GetStore().GetByKey(cluster)
+	if err != nil {
+		return 0, fmt.Errorf("reading the registration of cluster %s: %w", cluster, err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	reg, ok := decode(obj)
+	if !ok {
+		return 0, fmt.Errorf("the registration of cluster %s does not decode", cluster)
+	}
+	return registration.ProxyCredentialGeneration(reg), nil
+}
+
 func decode(obj any) (*cellv1alpha1.ClusterRegistration, bool) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {

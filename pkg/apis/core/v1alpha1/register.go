@@ -25,7 +25,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Cell{}, &CellList{}, &TemplateRevision{}, &TemplateRevisionList{}, &ClusterRegistration{}, &ClusterRegistrationList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Cell{}, &CellList{}, &TemplateRevision{}, &TemplateRevisionList{}, &ClusterRegistration{}, &ClusterRegistrationList{}, &RegistrationPolicy{}, &RegistrationPolicyList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
@@ -35,4 +35,5 @@ var (
 	CellsResource                = SchemeGroupVersion.WithResource("cells")
 	TemplateRevisionsResource    = SchemeGroupVersion.WithResource("templaterevisions")
 	ClusterRegistrationsResource = SchemeGroupVersion.WithResource("clusterregistrations")
+	RegistrationPoliciesResource = SchemeGroupVersion.WithResource("registrationpolicies")
 )

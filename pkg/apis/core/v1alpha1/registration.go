@@ -63,6 +63,16 @@ type ClusterRegistrationSpec struct {
 	// Only its public key is used: the certificate always names this
 	// cluster. The agent replaces it to renew its certificate.
 	CSR []byte `json:"csr"`
+	// ProxyCredentialGeneration is the generation of the cluster's
+	// credential on the tunnel hub's CONNECT frontend (the password in the
+	// KubeFedCluster's spec.proxyURL). Raising it (`cellfedctl
+	// registration rotate-proxy-credential`) makes the hubs refuse the
+	// cluster's previous credential at once and the plane rewrite the
+	// proxyURL; other clusters' credentials are untouched. It never
+	// decreases, and only administrators change it (agents may not).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ProxyCredentialGeneration int64 `json:"proxyCredentialGeneration,omitempty"`
 }
 
 // ClusterRegistrationStatus is the plane's answer.

@@ -48,7 +48,7 @@ func TestCellProxy(t *testing.T) {
 	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy,
-		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), "--member-rbac", framework.AllowHandIssuedAgents, "--default-federated-types=")})
+		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), framework.AllowHandIssuedAgents, "--default-federated-types=")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
@@ -75,8 +75,8 @@ func TestCellProxy(t *testing.T) {
 	token := strings.TrimSpace(k.MustRun(t, "", "create", "token", "bot", "-n", "shop"))
 
 	// The members hold the workspaces' namespaces (as propagation makes
-	// them) and a pod; their RBAC follows the plane's grants
-	// (--member-rbac).
+	// them) and a pod; their RBAC follows the plane's grants (member RBAC
+	// is on by default).
 	for _, m := range []*framework.Server{direct, edge.member} {
 		mc := m.Client(t)
 		for _, ns := range []string{"shop", "billing"} {
@@ -150,6 +150,52 @@ func TestCellProxy(t *testing.T) {
 				member = edge.member.Client(t)
 			}
 			watchThrough(ctx, t, kubernetesFor(t, cfg), member, "seen-"+c.cell)
+			// kubectl get -w itself.
+			kubectlGetW(ctx, t, plane.Kubeconfig, []string{"--server=" + url, "--as=alice", "get", "configmaps", "-n", "shop", "-w", "-o", "name"},
+				member, "kubectl-w-"+c.cell)
+
+			// logs, logs -f and attach reach the member's pod handlers
+			// as alice: with no node, the member answers logs with an
+			// empty stream, attach with "no host".
+			for _, args := range [][]string{{"logs", "web-1", "-n", "shop"}, {"logs", "-f", "web-1", "-n", "shop"}} {
+				if out, err := as("alice", url, args...); err != nil || out != "" {
+					t.Errorf("alice %v: %v %q", args, err, out)
+				}
+			}
+			out, err = as("alice", url, "attach", "web-1", "-n", "shop", "-c", "web")
+			mustFail(t, "does not have a host assigned", out, err)
+
+			// The writing verbs.
+			for _, args := range [][]string{
+				{"create", "configmap", "alice-cm", "-n", "shop", "--from-literal=k=v"},
+				{"label", "configmap", "alice-cm", "-n", "shop", "team=a"},
+				{"annotate", "configmap", "alice-cm", "-n", "shop", "note=x"},
+				{"patch", "configmap", "alice-cm", "-n", "shop", "--type=merge", "-p", `{"data":{"k":"patched"}}`},
+				{"apply", "--server-side", "--field-manager=alice", "--force-conflicts", "-f", "-"},
+				{"describe", "configmap", "alice-cm", "-n", "shop"},
+				{"delete", "configmap", "alice-cm", "-n", "shop"},
+			} {
+				kc := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+				stdin := ""
+				if args[0] == "apply" {
+					stdin = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: alice-cm, namespace: shop}\ndata: {k: applied}\n"
+				}
+				if out, err := kc.Run(ctx, stdin, append([]string{"--server=" + url, "--as=alice"}, args...)...); err != nil {
+					t.Errorf("alice %v through %s: %v\n%s", args, c.cell, err, out)
+				}
+				if args[0] == "apply" {
+					got, err := member.CoreV1().ConfigMaps("shop").Get(ctx, "alice-cm", metav1.GetOptions{})
+					if err != nil || got.Data["k"] != "applied" || got.Labels["team"] != "a" || got.Annotations["note"] != "x" {
+						t.Errorf("after create, label, annotate, patch and apply through %s, the member holds %v (%v)", c.cell, got, err)
+					}
+				}
+			}
+			if _, err := member.CoreV1().ConfigMaps("shop").Get(ctx, "alice-cm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("alice's delete through %s did not reach the member: %v", c.cell, err)
+			}
+			if out, err := as("alice", url, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.extra.cellfed\\.io/tenant}"); err != nil || out != "alice [\"acme\"]" {
+				t.Errorf("alice auth whoami through %s: %v %q", c.cell, err, out)
+			}
 
 			// bob views: reads, cannot exec.
 			if out, err := as("bob", url, "get", "pods", "-n", "shop", "-o", "name"); err != nil || out != "pod/web-1\n" {
@@ -271,6 +317,19 @@ current-context: plane
 		}
 		if !strings.Contains(string(b), `"impersonatedUser":{"username":"alice","groups":["system:authenticated"],"extra":{"cellfed.io/tenant":["acme"]}}`) {
 			t.Errorf("the member's audit log shows no request of alice (tenant acme) through the proxy")
+		}
+		// The streaming verbs reached the member's pod handlers as alice.
+		for _, sub := range []string{"log", "exec", "attach", "portforward"} {
+			found := false
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, `"subresource":"`+sub+`"`) && strings.Contains(line, `"impersonatedUser":{"username":"alice"`) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("the member's audit log shows no pods/%s request of alice through the proxy", sub)
+			}
 		}
 	})
 
@@ -414,6 +473,47 @@ func watchThrough(ctx context.Context, t *testing.T, client, member kubernetes.I
 		t.Logf("watch through the proxy ended before %s was seen (%s); watching again", cm.Name, msg)
 	}
 	t.Fatalf("no watch through the proxy saw a new ConfigMap: %s", last)
+}
+
+// kubectlGetW runs kubectl args (a get -w printing names) until it
+// prints configmap/<name>-<attempt>, after creating that ConfigMap in
+// member; like watchThrough, it watches again when the member ends the
+// watch at once.
+func kubectlGetW(ctx context.Context, t *testing.T, kubeconfig string, args []string, member kubernetes.Interface, name string) {
+	t.Helper()
+	var last string
+	for attempt := range 5 {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cmd := exec.CommandContext(wctx, framework.KubectlBinary(t), append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+		var out lockedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, attempt), Namespace: "shop"}}
+		// The watch is open once kubectl printed the list.
+		_ = framework.Poll(wctx, 50*time.Millisecond, 20*time.Second, func(context.Context) (bool, error) {
+			return strings.Contains(out.String(), "configmap/"), nil
+		})
+		if _, err := member.CoreV1().ConfigMaps("shop").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		seen := framework.Poll(wctx, 50*time.Millisecond, 25*time.Second, func(context.Context) (bool, error) {
+			return strings.Contains(out.String(), "configmap/"+cm.Name+"\n"), nil
+		}) == nil
+		cancel()
+		err := <-exited
+		if seen {
+			return
+		}
+		last = fmt.Sprintf("%v: %s", err, out.String())
+		t.Logf("kubectl get -w through the proxy ended before %s was printed (%s); watching again", cm.Name, last)
+	}
+	t.Fatalf("kubectl get -w through the proxy never printed a new ConfigMap: %s", last)
 }
 
 // waitWatch waits until w reports an object named name, or ends.

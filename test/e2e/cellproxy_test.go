@@ -137,8 +137,10 @@ func TestCellProxy(t *testing.T) {
 				out, err := asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=" + ws}, "alice", url, "exec", "web-1", "-n", "shop", "--", "echo", "hi")
 				mustFail(t, "does not have a host assigned", out, err)
 			}
-			out, err := as("alice", url, "port-forward", "-n", "shop", "pod/web-1", ":80")
-			mustFail(t, "does not have a host assigned", out, err)
+			for _, ws := range []string{"true", "false"} {
+				out, err := asWith([]string{"KUBECTL_PORT_FORWARD_WEBSOCKETS=" + ws}, "alice", url, "port-forward", "-n", "shop", "pod/web-1", ":80")
+				mustFail(t, "does not have a host assigned", out, err)
+			}
 
 			// get -w: a watch through the proxy sees a ConfigMap created
 			// in the member.
@@ -162,8 +164,10 @@ func TestCellProxy(t *testing.T) {
 					t.Errorf("alice %v: %v %q", args, err, out)
 				}
 			}
-			out, err = as("alice", url, "attach", "web-1", "-n", "shop", "-c", "web")
-			mustFail(t, "does not have a host assigned", out, err)
+			for _, ws := range []string{"true", "false"} {
+				out, err := asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=" + ws}, "alice", url, "attach", "web-1", "-n", "shop", "-c", "web")
+				mustFail(t, "does not have a host assigned", out, err)
+			}
 
 			// The writing verbs.
 			for _, args := range [][]string{
@@ -201,7 +205,7 @@ func TestCellProxy(t *testing.T) {
 			if out, err := as("bob", url, "get", "pods", "-n", "shop", "-o", "name"); err != nil || out != "pod/web-1\n" {
 				t.Errorf("bob get pods: %v\n%s", err, out)
 			}
-			out, err = asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true"}, "bob", url, "exec", "web-1", "-n", "shop", "--", "echo", "hi")
+			out, err := asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true"}, "bob", url, "exec", "web-1", "-n", "shop", "--", "echo", "hi")
 			// Refused by the plane: WebSocket's GET by the proxy (create on
 			// cells/proxy needed), SPDY's POST by the plane's RBAC.
 			mustFail(t, `"bob"`, out, err)
@@ -271,6 +275,43 @@ current-context: plane
 		_, stderr, code := newCellfedctl(t, botConfig).run(t, "kubeconfig", "--cell=nope", "-n", "shop")
 		if code == 0 || !strings.Contains(stderr, "cell nope not found in namespace shop") {
 			t.Errorf("kubeconfig for a missing cell: %d %s", code, stderr)
+		}
+	})
+
+	t.Run("cluster proxy", func(t *testing.T) {
+		// A platform admin's kubeconfig for a whole member, from
+		// cellfedctl. --as=alice is exactly alice: the plane's
+		// impersonation applies first, and alice may not use the
+		// cluster proxy.
+		clusterConfig := framework.WriteTempFile(t, ctl.ok(t, "kubeconfig", "--cluster=edge-1"))
+		kc := framework.Kubectl{Kubeconfig: clusterConfig}
+		if out, err := kc.Run(ctx, "", "get", "namespace", "billing", "-o", "name"); err != nil || out != "namespace/billing\n" {
+			t.Errorf("admin get namespace billing through the cluster proxy of edge-1: %v %q", err, out)
+		}
+		if out, err := kc.Run(ctx, "", "get", "pods", "-A", "-o", "name"); err != nil || out != "pod/web-1\n" {
+			t.Errorf("admin get pods -A through the cluster proxy of edge-1: %v %q", err, out)
+		}
+		out, err := kc.Run(ctx, "", "--as=alice", "get", "pods", "-n", "shop")
+		if err == nil || !strings.Contains(err.Error(), `User "alice" cannot get resource "clusters/proxy" in API group "proxy.cellfed.io" at the cluster scope`) {
+			t.Errorf("admin --as=alice through the cluster proxy: want the plane's refusal of alice, got %v %q", err, out)
+		}
+		// Through alice's cell, --as=alice is alice on the member too:
+		// her member RBAC reaches shop, and the member says so.
+		cellConfig := framework.WriteTempFile(t, ctl.ok(t, "kubeconfig", "--cell=rz10a", "-n", "shop"))
+		kc = framework.Kubectl{Kubeconfig: cellConfig}
+		if out, err := kc.Run(ctx, "", "--as=alice", "auth", "can-i", "create", "pods", "--subresource=exec"); err != nil || out != "yes\n" {
+			t.Errorf("admin --as=alice auth can-i create pods/exec through rz10a: %v %q", err, out)
+		}
+		if out, err := kc.Run(ctx, "", "--as=alice", "auth", "can-i", "create", "rolebindings.rbac.authorization.k8s.io"); out != "no\n" {
+			t.Errorf("admin --as=alice auth can-i create rolebindings through rz10a: %v %q", err, out)
+		}
+		// An app team may not use it.
+		out, err = as("alice", server+"/apis/proxy.cellfed.io/v1alpha1/clusters/edge-1/proxy", "get", "pods", "-n", "shop")
+		mustFail(t, `cannot get resource "clusters/proxy" in API group "proxy.cellfed.io"`, out, err)
+		out, err = as("alice", server, "get", "--raw", "/apis/proxy.cellfed.io/v1alpha1/clusters/edge-9/proxy/api")
+		mustFail(t, `cannot get resource "clusters/proxy"`, out, err)
+		if out, err := k.Run(ctx, "", "get", "--raw", "/apis/proxy.cellfed.io/v1alpha1/clusters/edge-9/proxy/api"); err == nil || !strings.Contains(err.Error(), "cluster edge-9 is not joined; list clusters with: kubectl get kubefedclusters -A") {
+			t.Errorf("admin through the cluster proxy of an unknown cluster: %v %q", err, out)
 		}
 	})
 

@@ -359,6 +359,41 @@ current-context: plane
 		if !strings.Contains(string(b), `"impersonatedUser":{"username":"alice","groups":["system:authenticated"],"extra":{"cellfed.io/tenant":["acme"]}}`) {
 			t.Errorf("the member's audit log shows no request of alice (tenant acme) through the proxy")
 		}
+		// On the member, the proxy's own identity impersonated alice, and
+		// that identity may do nothing but impersonate.
+		proxySA := "system:serviceaccount:kube-federation-system:cellfed-proxy"
+		if !strings.Contains(string(b), `"user":{"username":"`+proxySA+`"`) {
+			t.Errorf("the member's audit log shows no request of %s", proxySA)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"impersonatedUser":{"username":"alice"`) && !strings.Contains(line, `"user":{"username":"`+proxySA+`"`) {
+				t.Errorf("a request as alice on the member was not sent by %s: %s", proxySA, line)
+				break
+			}
+		}
+		for _, a := range []struct {
+			attrs authorizationv1.ResourceAttributes
+			want  bool
+		}{
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: "alice"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups", Name: "system:masters"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: "cellfed.io/tenant"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: "scopes"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "shop"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "kube-federation-system"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: "shop"}, false},
+		} {
+			attrs := a.attrs
+			r, err := direct.Client(t).AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: proxySA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-federation-system", "system:authenticated"}, ResourceAttributes: &attrs,
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status.Allowed != a.want {
+				t.Errorf("may the proxy's member identity %s %s/%s %s: %v, want %v", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Name, r.Status.Allowed, a.want)
+			}
+		}
 		// The streaming verbs reached the member's pod handlers as alice.
 		for _, sub := range []string{"log", "exec", "attach", "portforward"} {
 			found := false

@@ -36,6 +36,7 @@ import (
 
 	cellfedadmission "github.com/cellfed/cellfed/pkg/admission"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/certcache"
 	registrationcontroller "github.com/cellfed/cellfed/pkg/controller/registration"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
 	"github.com/cellfed/cellfed/pkg/pki"
@@ -77,6 +78,9 @@ type Options struct {
 	Registration registrationcontroller.Options
 	// APIProxy tunes the API proxy to member clusters.
 	APIProxy cellproxy.Options
+	// ClientCertCache caches verified client certificate chains (see
+	// package certcache).
+	ClientCertCache certcache.Options
 
 	// tunnel and registrationAccess connect the registration controller to
 	// the tunnel hub: disconnecting revoked agents, and the apiEndpoint and
@@ -142,6 +146,7 @@ func NewOptions() *Options {
 		DefaultFederatedTypes:  append([]string(nil), federatedtypes.DefaultTypes...),
 		Registration:           registrationcontroller.NewOptions(),
 		APIProxy:               cellproxy.NewOptions(),
+		ClientCertCache:        certcache.NewOptions(),
 		Tunnel:                 proxy.NewOptions(),
 		Encryption:             NewEncryptionOptions(),
 		admission:              shared,
@@ -162,7 +167,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.BoolVar(&o.Registration.AllowUnregisteredAgents, "tunnel-allow-unregistered-agents", o.Registration.AllowUnregisteredAgents, "Admit tunnel agents whose certificate, signed by hand with the agent CA, belongs to no ClusterRegistration (off: only registered clusters' agents are admitted).")
 	fs.DurationVar(&o.APIProxy.DialTimeout, "api-proxy-dial-timeout", o.APIProxy.DialTimeout, "How long the API proxy (/apis/proxy.cellfed.io) waits to connect to a member, directly or through its tunnel, before answering 503.")
-	fs.BoolVar(&o.APIProxy.MemberRBAC, "member-rbac", o.APIProxy.MemberRBAC, "Bind tenants' app-team and viewer roles on member clusters (cellfed:member:app-team, cellfed:member:viewer) in the namespaces their cells place there, following cellfedctl tenant grant, with the cluster's own access: only RoleBindings labelled cellfed.io/member-rbac=true and the two ClusterRoles are written. Off by default: with it on, TestKubeFedTakeover's members go ClusterNotReady (not yet understood).")
+	fs.BoolVar(&o.APIProxy.MemberRBAC, "member-rbac", o.APIProxy.MemberRBAC, "Bind tenants' app-team and viewer roles on member clusters (cellfed:member:app-team, cellfed:member:viewer) in the namespaces their cells place there, following cellfedctl tenant grant, with the cluster's own access. Only RoleBindings labelled cellfed.io/member-rbac=true and the two ClusterRoles are written; --member-rbac=false leaves member RBAC to the platform team.")
+	fs.DurationVar(&o.ClientCertCache.TTL, "client-cert-cache-ttl", o.ClientCertCache.TTL, "How long a verified client certificate chain is reused without verifying it again (never past a certificate's expiry; a reloaded --client-ca-file ends every entry; requests with front-proxy headers are always verified). 0 verifies on every request.")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
 	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
 	fs.StringVar(&o.SharedPKIDir, "shared-pki-dir", o.SharedPKIDir, "Directory (e.g. a mounted Secret) with the PKI replicas on one database share: "+strings.Join(SharedPKIFiles, ", ")+"; copied into <data-dir>/pki on start (`cellfed-apiserver init` writes a set).")
@@ -190,6 +196,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Registration.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := o.ClientCertCache.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--client-cert-cache-ttl: %w", err))
 	}
 	errs = append(errs, o.Storage.Validate()...)
 	errs = append(errs, o.Encryption.Validate()...)
@@ -305,6 +314,15 @@ func (o *Options) completeFiles() error {
 			return err
 		}
 		cp.Authentication.ClientCert.ClientCA = bundle
+	}
+	if cp.Authentication.ClientCert.ClientCA != "" && cp.Authentication.ClientCert.CAContentProvider == nil {
+		// One provider for the x509 authenticator and the certificate
+		// cache: both see a reloaded client CA at once.
+		ca, err := cp.Authentication.ClientCert.GetClientCAContentProvider()
+		if err != nil {
+			return fmt.Errorf("client CA %s: %w", cp.Authentication.ClientCert.ClientCA, err)
+		}
+		cp.Authentication.ClientCert.CAContentProvider = ca
 	}
 	if cp.ServiceAccountSigningKeyFile == "" {
 		cp.ServiceAccountSigningKeyFile = files.ServiceAccountKey()

@@ -19,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -37,6 +38,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/cellproxy"
+	"github.com/cellfed/cellfed/pkg/certcache"
 	registrationcontroller "github.com/cellfed/cellfed/pkg/controller/registration"
 	"github.com/cellfed/cellfed/pkg/conversion"
 	"github.com/cellfed/cellfed/pkg/pki"
@@ -131,7 +133,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("reading the plane's CA: %w", err)
 	}
-	server, authz, err := newServerChain(completed, self)
+	server, authz, err := newServerChain(completed, self, o.ClientCertCache)
 	if err != nil {
 		return err
 	}
@@ -242,7 +244,7 @@ func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend)
 
 // newServerChain builds apiextensions → native (generic control plane) →
 // aggregator, the same delegation chain kube-apiserver uses.
-func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, error) {
+func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCache certcache.Options) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
@@ -251,6 +253,15 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string) (*aggr
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building server config: %w", err)
+	}
+	// Verified client certificate chains are reused for a short while
+	// (package certcache): before the three servers copy the config.
+	if ca := opts.Authentication.ClientCert.CAContentProvider; ca != nil && genericConfig.Authentication.Authenticator != nil {
+		var frontProxy headerrequest.StringSliceProvider
+		if rh := genericConfig.Authentication.RequestHeaderConfig; rh != nil {
+			frontProxy = rh.UsernameHeaders
+		}
+		genericConfig.Authentication.Authenticator = certcache.New(genericConfig.Authentication.Authenticator, ca.VerifyOptions, frontProxy, certCache)
 	}
 	serviceResolver := webhook.NewDefaultServiceResolver()
 	native, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, nil)

@@ -156,7 +156,9 @@ func (ms *Members) SyncMemberRBAC(ctx context.Context, c *fedv1b1.KubeFedCluster
 }
 
 // adminClient is a client with the cluster's own access (its
-// KubeFedCluster Secret), for setting up identities and RBAC.
+// KubeFedCluster Secret), for setting up identities and RBAC. It is kept
+// while the Secret's token stays the same: every member RBAC sync would
+// otherwise open (and leave idle) a new TLS connection to the member.
 func (ms *Members) adminClient(ctx context.Context, m *member) (kubernetes.Interface, error) {
 	data, err := ms.secrets(ctx, m.secret)
 	if err != nil {
@@ -166,12 +168,25 @@ func (ms *Members) adminClient(ctx context.Context, m *member) (kubernetes.Inter
 	if token == "" {
 		return nil, fmt.Errorf("cluster %s: secret %s has no key \"token\"", m.cluster, m.secret)
 	}
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
+	if m.admin != nil && m.adminToken == token {
+		return m.admin, nil
+	}
 	cfg := rest.CopyConfig(m.restCfg)
 	cfg.BearerToken = token
-	c, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", m.cluster, err)
 	}
+	c, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", m.cluster, err)
+	}
+	if m.adminHTTP != nil {
+		m.adminHTTP.CloseIdleConnections()
+	}
+	m.admin, m.adminToken, m.adminHTTP = c, token, hc
 	return c, nil
 }
 

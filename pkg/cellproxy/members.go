@@ -51,7 +51,7 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() Options {
-	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: false, MemberRBACResync: time.Minute}
+	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: true, MemberRBACResync: time.Minute}
 }
 
 // TunnelDialer opens connections to tunnelled members (proxy.Dialer).
@@ -116,6 +116,13 @@ type member struct {
 	token  string
 	renew  time.Time
 	expiry time.Time
+
+	// admin is the client with the cluster's own access, for the token
+	// adminToken (adminClient).
+	adminMu    sync.Mutex
+	admin      kubernetes.Interface
+	adminHTTP  *http.Client
+	adminToken string
 }
 
 func accessKey(c *fedv1b1.KubeFedCluster) string {
@@ -149,6 +156,11 @@ func (ms *Members) get(c *fedv1b1.KubeFedCluster) (*member, error) {
 	}
 	if m != nil {
 		m.transport.CloseIdleConnections()
+		m.adminMu.Lock()
+		if m.adminHTTP != nil {
+			m.adminHTTP.CloseIdleConnections()
+		}
+		m.adminMu.Unlock()
 	}
 	built.src = c
 	ms.m[c.Name] = built

@@ -48,7 +48,7 @@ func TestCellProxy(t *testing.T) {
 	planeAudit := filepath.Join(t.TempDir(), "plane-audit.log")
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "0.0.0.0")
 	plane := framework.StartPlane(t, framework.PlaneOptions{Args: append(tunnelArgs, "--audit-log-path="+planeAudit, "--audit-policy-file="+auditPolicy,
-		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), "--member-rbac", framework.AllowHandIssuedAgents, "--default-federated-types=")})
+		"--api-proxy-dial-timeout="+proxyDialTimeout.String(), framework.AllowHandIssuedAgents, "--default-federated-types=")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
@@ -75,8 +75,8 @@ func TestCellProxy(t *testing.T) {
 	token := strings.TrimSpace(k.MustRun(t, "", "create", "token", "bot", "-n", "shop"))
 
 	// The members hold the workspaces' namespaces (as propagation makes
-	// them) and a pod; their RBAC follows the plane's grants
-	// (--member-rbac).
+	// them) and a pod; their RBAC follows the plane's grants (member RBAC
+	// is on by default).
 	for _, m := range []*framework.Server{direct, edge.member} {
 		mc := m.Client(t)
 		for _, ns := range []string{"shop", "billing"} {
@@ -137,8 +137,10 @@ func TestCellProxy(t *testing.T) {
 				out, err := asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=" + ws}, "alice", url, "exec", "web-1", "-n", "shop", "--", "echo", "hi")
 				mustFail(t, "does not have a host assigned", out, err)
 			}
-			out, err := as("alice", url, "port-forward", "-n", "shop", "pod/web-1", ":80")
-			mustFail(t, "does not have a host assigned", out, err)
+			for _, ws := range []string{"true", "false"} {
+				out, err := asWith([]string{"KUBECTL_PORT_FORWARD_WEBSOCKETS=" + ws}, "alice", url, "port-forward", "-n", "shop", "pod/web-1", ":80")
+				mustFail(t, "does not have a host assigned", out, err)
+			}
 
 			// get -w: a watch through the proxy sees a ConfigMap created
 			// in the member.
@@ -150,12 +152,60 @@ func TestCellProxy(t *testing.T) {
 				member = edge.member.Client(t)
 			}
 			watchThrough(ctx, t, kubernetesFor(t, cfg), member, "seen-"+c.cell)
+			// kubectl get -w itself.
+			kubectlGetW(ctx, t, plane.Kubeconfig, []string{"--server=" + url, "--as=alice", "get", "configmaps", "-n", "shop", "-w", "-o", "name"},
+				member, "kubectl-w-"+c.cell)
+
+			// logs, logs -f and attach reach the member's pod handlers
+			// as alice: with no node, the member answers logs with an
+			// empty stream, attach with "no host".
+			for _, args := range [][]string{{"logs", "web-1", "-n", "shop"}, {"logs", "-f", "web-1", "-n", "shop"}} {
+				if out, err := as("alice", url, args...); err != nil || out != "" {
+					t.Errorf("alice %v: %v %q", args, err, out)
+				}
+			}
+			for _, ws := range []string{"true", "false"} {
+				out, err := asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=" + ws}, "alice", url, "attach", "web-1", "-n", "shop", "-c", "web")
+				mustFail(t, "does not have a host assigned", out, err)
+			}
+
+			// The writing verbs.
+			for _, args := range [][]string{
+				{"create", "configmap", "alice-cm", "-n", "shop", "--from-literal=k=v"},
+				{"label", "configmap", "alice-cm", "-n", "shop", "team=a"},
+				{"annotate", "configmap", "alice-cm", "-n", "shop", "note=x"},
+				{"patch", "configmap", "alice-cm", "-n", "shop", "--type=merge", "-p", `{"data":{"k":"patched"}}`},
+				{"apply", "--server-side", "--field-manager=alice", "--force-conflicts", "-f", "-"},
+				{"describe", "configmap", "alice-cm", "-n", "shop"},
+				{"delete", "configmap", "alice-cm", "-n", "shop"},
+			} {
+				kc := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+				stdin := ""
+				if args[0] == "apply" {
+					stdin = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: alice-cm, namespace: shop}\ndata: {k: applied}\n"
+				}
+				if out, err := kc.Run(ctx, stdin, append([]string{"--server=" + url, "--as=alice"}, args...)...); err != nil {
+					t.Errorf("alice %v through %s: %v\n%s", args, c.cell, err, out)
+				}
+				if args[0] == "apply" {
+					got, err := member.CoreV1().ConfigMaps("shop").Get(ctx, "alice-cm", metav1.GetOptions{})
+					if err != nil || got.Data["k"] != "applied" || got.Labels["team"] != "a" || got.Annotations["note"] != "x" {
+						t.Errorf("after create, label, annotate, patch and apply through %s, the member holds %v (%v)", c.cell, got, err)
+					}
+				}
+			}
+			if _, err := member.CoreV1().ConfigMaps("shop").Get(ctx, "alice-cm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("alice's delete through %s did not reach the member: %v", c.cell, err)
+			}
+			if out, err := as("alice", url, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.extra.cellfed\\.io/tenant}"); err != nil || out != "alice [\"acme\"]" {
+				t.Errorf("alice auth whoami through %s: %v %q", c.cell, err, out)
+			}
 
 			// bob views: reads, cannot exec.
 			if out, err := as("bob", url, "get", "pods", "-n", "shop", "-o", "name"); err != nil || out != "pod/web-1\n" {
 				t.Errorf("bob get pods: %v\n%s", err, out)
 			}
-			out, err = asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true"}, "bob", url, "exec", "web-1", "-n", "shop", "--", "echo", "hi")
+			out, err := asWith([]string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true"}, "bob", url, "exec", "web-1", "-n", "shop", "--", "echo", "hi")
 			// Refused by the plane: WebSocket's GET by the proxy (create on
 			// cells/proxy needed), SPDY's POST by the plane's RBAC.
 			mustFail(t, `"bob"`, out, err)
@@ -228,6 +278,43 @@ current-context: plane
 		}
 	})
 
+	t.Run("cluster proxy", func(t *testing.T) {
+		// A platform admin's kubeconfig for a whole member, from
+		// cellfedctl. --as=alice is exactly alice: the plane's
+		// impersonation applies first, and alice may not use the
+		// cluster proxy.
+		clusterConfig := framework.WriteTempFile(t, ctl.ok(t, "kubeconfig", "--cluster=edge-1"))
+		kc := framework.Kubectl{Kubeconfig: clusterConfig}
+		if out, err := kc.Run(ctx, "", "get", "namespace", "billing", "-o", "name"); err != nil || out != "namespace/billing\n" {
+			t.Errorf("admin get namespace billing through the cluster proxy of edge-1: %v %q", err, out)
+		}
+		if out, err := kc.Run(ctx, "", "get", "pods", "-A", "-o", "name"); err != nil || out != "pod/web-1\n" {
+			t.Errorf("admin get pods -A through the cluster proxy of edge-1: %v %q", err, out)
+		}
+		out, err := kc.Run(ctx, "", "--as=alice", "get", "pods", "-n", "shop")
+		if err == nil || !strings.Contains(err.Error(), `User "alice" cannot get resource "clusters/proxy" in API group "proxy.cellfed.io" at the cluster scope`) {
+			t.Errorf("admin --as=alice through the cluster proxy: want the plane's refusal of alice, got %v %q", err, out)
+		}
+		// Through alice's cell, --as=alice is alice on the member too:
+		// her member RBAC reaches shop, and the member says so.
+		cellConfig := framework.WriteTempFile(t, ctl.ok(t, "kubeconfig", "--cell=rz10a", "-n", "shop"))
+		kc = framework.Kubectl{Kubeconfig: cellConfig}
+		if out, err := kc.Run(ctx, "", "--as=alice", "auth", "can-i", "create", "pods", "--subresource=exec"); err != nil || out != "yes\n" {
+			t.Errorf("admin --as=alice auth can-i create pods/exec through rz10a: %v %q", err, out)
+		}
+		if out, err := kc.Run(ctx, "", "--as=alice", "auth", "can-i", "create", "rolebindings.rbac.authorization.k8s.io"); out != "no\n" {
+			t.Errorf("admin --as=alice auth can-i create rolebindings through rz10a: %v %q", err, out)
+		}
+		// An app team may not use it.
+		out, err = as("alice", server+"/apis/proxy.cellfed.io/v1alpha1/clusters/edge-1/proxy", "get", "pods", "-n", "shop")
+		mustFail(t, `cannot get resource "clusters/proxy" in API group "proxy.cellfed.io"`, out, err)
+		out, err = as("alice", server, "get", "--raw", "/apis/proxy.cellfed.io/v1alpha1/clusters/edge-9/proxy/api")
+		mustFail(t, `cannot get resource "clusters/proxy"`, out, err)
+		if out, err := k.Run(ctx, "", "get", "--raw", "/apis/proxy.cellfed.io/v1alpha1/clusters/edge-9/proxy/api"); err == nil || !strings.Contains(err.Error(), "cluster edge-9 is not joined; list clusters with: kubectl get kubefedclusters -A") {
+			t.Errorf("admin through the cluster proxy of an unknown cluster: %v %q", err, out)
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		url := cellURL("shop", "rz00a")
 		// kubectl --raw takes the path from the plane's root.
@@ -271,6 +358,54 @@ current-context: plane
 		}
 		if !strings.Contains(string(b), `"impersonatedUser":{"username":"alice","groups":["system:authenticated"],"extra":{"cellfed.io/tenant":["acme"]}}`) {
 			t.Errorf("the member's audit log shows no request of alice (tenant acme) through the proxy")
+		}
+		// On the member, the proxy's own identity impersonated alice, and
+		// that identity may do nothing but impersonate.
+		proxySA := "system:serviceaccount:kube-federation-system:cellfed-proxy"
+		if !strings.Contains(string(b), `"user":{"username":"`+proxySA+`"`) {
+			t.Errorf("the member's audit log shows no request of %s", proxySA)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"impersonatedUser":{"username":"alice"`) && !strings.Contains(line, `"user":{"username":"`+proxySA+`"`) {
+				t.Errorf("a request as alice on the member was not sent by %s: %s", proxySA, line)
+				break
+			}
+		}
+		for _, a := range []struct {
+			attrs authorizationv1.ResourceAttributes
+			want  bool
+		}{
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: "alice"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups", Name: "system:masters"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: "cellfed.io/tenant"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: "scopes"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "shop"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "kube-federation-system"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: "shop"}, false},
+		} {
+			attrs := a.attrs
+			r, err := direct.Client(t).AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: proxySA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-federation-system", "system:authenticated"}, ResourceAttributes: &attrs,
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status.Allowed != a.want {
+				t.Errorf("may the proxy's member identity %s %s/%s %s: %v, want %v", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Name, r.Status.Allowed, a.want)
+			}
+		}
+		// The streaming verbs reached the member's pod handlers as alice.
+		for _, sub := range []string{"log", "exec", "attach", "portforward"} {
+			found := false
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, `"subresource":"`+sub+`"`) && strings.Contains(line, `"impersonatedUser":{"username":"alice"`) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("the member's audit log shows no pods/%s request of alice through the proxy", sub)
+			}
 		}
 	})
 
@@ -414,6 +549,47 @@ func watchThrough(ctx context.Context, t *testing.T, client, member kubernetes.I
 		t.Logf("watch through the proxy ended before %s was seen (%s); watching again", cm.Name, msg)
 	}
 	t.Fatalf("no watch through the proxy saw a new ConfigMap: %s", last)
+}
+
+// kubectlGetW runs kubectl args (a get -w printing names) until it
+// prints configmap/<name>-<attempt>, after creating that ConfigMap in
+// member; like watchThrough, it watches again when the member ends the
+// watch at once.
+func kubectlGetW(ctx context.Context, t *testing.T, kubeconfig string, args []string, member kubernetes.Interface, name string) {
+	t.Helper()
+	var last string
+	for attempt := range 5 {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cmd := exec.CommandContext(wctx, framework.KubectlBinary(t), append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+		var out lockedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, attempt), Namespace: "shop"}}
+		// The watch is open once kubectl printed the list.
+		_ = framework.Poll(wctx, 50*time.Millisecond, 20*time.Second, func(context.Context) (bool, error) {
+			return strings.Contains(out.String(), "configmap/"), nil
+		})
+		if _, err := member.CoreV1().ConfigMaps("shop").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		seen := framework.Poll(wctx, 50*time.Millisecond, 25*time.Second, func(context.Context) (bool, error) {
+			return strings.Contains(out.String(), "configmap/"+cm.Name+"\n"), nil
+		}) == nil
+		cancel()
+		err := <-exited
+		if seen {
+			return
+		}
+		last = fmt.Sprintf("%v: %s", err, out.String())
+		t.Logf("kubectl get -w through the proxy ended before %s was printed (%s); watching again", cm.Name, last)
+	}
+	t.Fatalf("kubectl get -w through the proxy never printed a new ConfigMap: %s", last)
 }
 
 // waitWatch waits until w reports an object named name, or ends.

@@ -96,8 +96,44 @@ func startProcess(t testing.TB, name, logPath, bin string, args ...string) (*Pro
 		if t.Failed() {
 			t.Logf("last lines of %s log (%s):\n%s", name, logPath, p.Tail(40))
 		}
+		if dir := os.Getenv("CELLFED_TEST_LOG_DIR"); dir != "" {
+			if kept, err := keepLog(dir, t.Name(), name, logPath); err != nil {
+				t.Logf("keeping the %s log: %v", name, err)
+			} else {
+				t.Logf("%s log kept in %s", name, kept)
+			}
+		}
 	})
 	return p, nil
+}
+
+// keepLog copies a process log into dir (CELLFED_TEST_LOG_DIR), which
+// outlives the test's temporary directories, as
+// <test>/<process>-<n>.log.
+func keepLog(dir, test, name, logPath string) (string, error) {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return "", err
+	}
+	sub := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(test))
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return "", err
+	}
+	for i := 0; ; i++ {
+		p := filepath.Join(sub, fmt.Sprintf("%s-%d.log", name, i))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return p, err
+	}
 }
 
 func (p *Process) start(bin string, args ...string) error {

@@ -68,6 +68,10 @@ type Options struct {
 	CompactBatchSize int64
 	PollBatchSize    int64
 
+	// OverrideFlags are --datastore-override GROUP/RESOURCE=DSN: resources
+	// stored on their own kine and database (see Overrides).
+	OverrideFlags []string
+
 	// SkipMySQLSafetyChecks starts on a MySQL or PostgreSQL server whose
 	// settings are known to lose writes or watch events. Only for people
 	// who know what they do.
@@ -108,6 +112,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ReadTimeout, "datastore-read-timeout", o.ReadTimeout, "MySQL read timeout, applied when the DSN sets no readTimeout=.")
 	fs.DurationVar(&o.WriteTimeout, "datastore-write-timeout", o.WriteTimeout, "MySQL write timeout, applied when the DSN sets no writeTimeout=.")
 	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of kine's watch progress notifications, which tell the API server's watch caches of resources nobody writes that storage has moved on. Must stay below 2s (see docs/operations.md).")
+	fs.StringArrayVar(&o.OverrideFlags, "datastore-override", o.OverrideFlags,
+		"GROUP/RESOURCE=DSN (repeatable): store this resource on its own kine and database, e.g. core.kubefed.io/propagatedversions=sqlite:///var/lib/cellfed/propagatedversions.db, core/events=mysql://user:pass@tcp(db:3306)/cellfed_events or coordination.k8s.io/leases=postgres://... Each database is checked as --datastore-endpoint is and must be used by no other resource. Backups must cover every database (see docs/operations.md).")
 	fs.Int64Var(&o.PollBatchSize, "datastore-poll-batch-size", o.PollBatchSize, "Rows kine reads per watch poll.")
 	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-mysql-safety-checks", o.SkipMySQLSafetyChecks,
 		"Start even if the MySQL server runs with innodb_autoinc_lock_mode=2 or innodb_snapshot_isolation=ON, which can lose watch events. Do not use in production.")
@@ -137,6 +143,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.NotifyInterval <= 0 || o.NotifyInterval > MaxNotifyInterval {
 		errs = append(errs, fmt.Errorf("--datastore-notify-interval must be positive and at most %s, got %s: a longer interval makes the API server's watch caches time out waiting for revisions written to other resources (\"Too large resource version\")", MaxNotifyInterval, o.NotifyInterval))
+	}
+	if _, err := o.Overrides(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.PollBatchSize <= 0 {
 		errs = append(errs, fmt.Errorf("--datastore-poll-batch-size must be positive, got %d", o.PollBatchSize))

@@ -40,6 +40,12 @@ type Backend struct {
 // on a private unix socket. kine stops when ctx is cancelled; cancel it
 // only after the API server using it has stopped.
 func Start(ctx context.Context, o *Options) (*Backend, error) {
+	return start(ctx, o, "kine.sock")
+}
+
+// start runs kine for o's endpoint on the unix socket socketName in the
+// data dir (or a private directory when that path is too long).
+func start(ctx context.Context, o *Options, socketName string) (*Backend, error) {
 	if o.DataDir == "" {
 		return nil, fmt.Errorf("storage: no data directory set")
 	}
@@ -82,7 +88,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		description = "sqlite " + path
 	}
 
-	socket, cleanup, err := socketPath(o.DataDir)
+	socket, cleanup, err := socketPath(o.DataDir, socketName)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +145,12 @@ func EnsureWritableDir(dir string) error {
 // socketPath returns kine's socket path: in the data dir when it fits the
 // unix socket limit, otherwise in a private temporary directory, which
 // cleanup removes.
-func socketPath(dataDir string) (path string, cleanup func(), err error) {
+func socketPath(dataDir, name string) (path string, cleanup func(), err error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		return "", nil, fmt.Errorf("resolving data dir: %w", err)
 	}
-	p := filepath.Join(abs, "kine.sock")
+	p := filepath.Join(abs, name)
 	if len(p) <= maxUnixSocketPath {
 		return p, func() {}, nil
 	}
@@ -152,5 +158,5 @@ func socketPath(dataDir string) (path string, cleanup func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("creating kine socket directory: %w", err)
 	}
-	return filepath.Join(dir, "kine.sock"), func() { _ = os.RemoveAll(dir) }, nil
+	return filepath.Join(dir, name), func() { _ = os.RemoveAll(dir) }, nil
 }

@@ -17,16 +17,17 @@ const maxUnixSocketPath = 100
 
 // emulatedETCDVersion is the etcd version kine reports to the API server,
 // which decides by it how to serve consistent reads (lists without
-// resourceVersion, DeleteCollection, watch-list): from its watch cache once
-// an etcd watch-progress request has confirmed the cache is current, or
-// from storage when that request is not supported (etcd before 3.4.31 and
-// 3.5.0–3.5.12; k8s.io/apiserver/pkg/storage/feature). kine v0.16.4 answers
-// progress requests only on a 100 ms tick, and only once its poll loop has
-// turned again, which without a new write takes up to 1 s; 3.5.12 makes
-// the API server read such lists from the database, which answers at once.
-// Report 3.5.13 or later again with a kine whose progress answers are
-// prompt and whose watches keep the list-then-watch guarantee.
-const emulatedETCDVersion = "3.5.12"
+// resourceVersion, DeleteCollection, watch-list, the resource size
+// estimator's key reads): from its watch cache once an etcd
+// watch-progress request has confirmed the cache is current, or from
+// storage when that request is not supported (etcd before 3.4.31 and
+// 3.5.0–3.5.12; k8s.io/apiserver/pkg/storage/feature). kine v0.17.3 and
+// later answer a progress request at once (v0.16.4 waited for a 100 ms
+// tick and its poll loop's next turn, up to 1 s, so the plane reported
+// 3.5.12 and read such lists from the database) and start watches at
+// exactly the requested revision (v0.17.0–v0.17.2 could resend the
+// events of a batch from before it). 3.6.11 is kine's own default.
+const emulatedETCDVersion = "3.6.11"
 
 // Backend is a running kine.
 type Backend struct {
@@ -67,6 +68,7 @@ func start(ctx context.Context, o *Options, socketName string) (*Backend, error)
 			return nil, err
 		}
 		kineEndpoint = "mysql://" + cfg.FormatDSN()
+		afterStart = func(ctx context.Context) error { return installOrderedIDsMySQL(ctx, cfg, backendTLS) }
 		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
 	case KindPostgres:
 		cfg, endpoint, err := o.postgresConfig()
@@ -111,6 +113,7 @@ func start(ctx context.Context, o *Options, socketName string) (*Backend, error)
 		CompactMinRetain:    o.CompactMinRetain,
 		CompactBatchSize:    o.CompactBatchSize,
 		PollBatchSize:       o.PollBatchSize,
+		PollInterval:        o.PollInterval,
 	})
 	if err != nil {
 		cleanup()

@@ -69,7 +69,12 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = backend.Endpoints
-	encryption, err := o.prepareDatabase(storageCtx, backend)
+	overrides, err := storage.StartOverrides(storageCtx, o.Storage)
+	if err != nil {
+		return err
+	}
+	o.ControlPlane.Etcd.EtcdServersOverrides = append(o.ControlPlane.Etcd.EtcdServersOverrides, storage.EtcdServersOverrides(overrides)...)
+	encryption, err := o.prepareDatabase(storageCtx, backend, overrides)
 	if err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("reading the plane's CA: %w", err)
 	}
-	server, authz, err := newServerChain(completed, self, o.ClientCertCache)
+	server, authz, err := newServerChain(completed, self, o.ClientCertCache, overrides)
 	if err != nil {
 		return err
 	}
@@ -219,7 +224,9 @@ func Run(ctx context.Context, o *Options) error {
 // this plane may use the database: its PKI is the one recorded there (a
 // replica with another CA is refused) and its KMS plugin decrypts what is
 // stored. Only then are the identity and encryption configuration set up.
-func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend) (*encryptionSetup, error) {
+// The databases of --datastore-override resources carry the same identity
+// record: another plane's split-off database is refused as its main one is.
+func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend, overrides []storage.OverrideBackend) (*encryptionSetup, error) {
 	raw, err := clientv3.New(clientv3.Config{Endpoints: backend.Endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to storage: %w", err)
@@ -231,20 +238,48 @@ func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend)
 	if err != nil {
 		return nil, err
 	}
+	records := []func(context.Context) error{record}
+	for _, ov := range overrides {
+		rec, err := checkOverrideIdentity(cctx, ov, o.PKIFiles())
+		if err != nil {
+			return nil, err
+		}
+		records = append(records, rec)
+	}
 	enc, err := o.setupEncryption(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	if err := record(cctx); err != nil {
-		enc.stop()
-		return nil, err
+	for _, record := range records {
+		if err := record(cctx); err != nil {
+			enc.stop()
+			return nil, err
+		}
 	}
 	return enc, nil
 }
 
+// checkOverrideIdentity is checkIdentity on an overridden resource's
+// database.
+func checkOverrideIdentity(ctx context.Context, ov storage.OverrideBackend, f pki.Files) (func(context.Context) error, error) {
+	raw, err := clientv3.New(clientv3.Config{Endpoints: ov.Endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the storage of %s: %w", storage.GroupResourceString(ov.Resource), err)
+	}
+	record, err := checkIdentity(ctx, raw, f)
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("--datastore-override %s (%s): %w", storage.GroupResourceString(ov.Resource), ov.Description, err)
+	}
+	return func(ctx context.Context) error {
+		defer raw.Close()
+		return record(ctx)
+	}, nil
+}
+
 // newServerChain builds apiextensions → native (generic control plane) →
 // aggregator, the same delegation chain kube-apiserver uses.
-func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCache certcache.Options) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, error) {
+func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCache certcache.Options, overrides []storage.OverrideBackend) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
@@ -282,6 +317,7 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 	if err != nil {
 		return nil, nil, fmt.Errorf("building aggregator config: %w", err)
 	}
+	extConfig.ExtraConfig.CRDRESTOptionsGetter = newOverrideGetter(extConfig.ExtraConfig.CRDRESTOptionsGetter, overrides)
 	// No Services in this plane: APIServices can only be local.
 	aggConfig.ExtraConfig.DisableRemoteAvailableConditionController = true
 

@@ -37,7 +37,8 @@ import (
 // behind its connection changed while it runs exits, so that its restart
 // takes the same path.
 
-// servedMarkFile is the served mark's file in the data directory.
+// servedMarkFile is the main store's served mark in the data directory
+// (a --datastore-override's store has its own, see markPath).
 const servedMarkFile = "served-revision.json"
 
 // RevisionGap is how far above a revision the plane may have served a
@@ -56,9 +57,19 @@ type servedMark struct {
 	Time time.Time `json:"time"`
 }
 
-func readServedMark(dataDir string) (servedMark, bool, error) {
+// markPath is the served mark's file for the store of a resource override
+// (group/resource), or of the main store when resource is "".
+func markPath(dataDir, resource string) string {
+	if resource == "" {
+		return filepath.Join(dataDir, servedMarkFile)
+	}
+	name := strings.NewReplacer("/", "_", ".", "_").Replace(resource)
+	return filepath.Join(dataDir, strings.TrimSuffix(servedMarkFile, ".json")+"-"+name+".json")
+}
+
+func readServedMark(path string) (servedMark, bool, error) {
 	var m servedMark
-	b, err := os.ReadFile(filepath.Join(dataDir, servedMarkFile))
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -66,17 +77,16 @@ func readServedMark(dataDir string) (servedMark, bool, error) {
 		return m, false, fmt.Errorf("reading the served mark: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, false, fmt.Errorf("the served mark %s is damaged (%v): move it away only if this plane never served clients from this data directory", filepath.Join(dataDir, servedMarkFile), err)
+		return m, false, fmt.Errorf("the served mark %s is damaged (%v): move it away only if this plane never served clients from this data directory", path, err)
 	}
 	return m, true, nil
 }
 
-func writeServedMark(dataDir string, m servedMark) error {
+func writeServedMark(path string, m servedMark) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dataDir, servedMarkFile)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("writing the served mark: %w", err)
@@ -177,7 +187,7 @@ const lineageTable = `CREATE TABLE IF NOT EXISTS cellfed_lineage (
 // recoverMySQLLineage runs the start-up rule on db (the plane's MySQL
 // database, kine not started) under a server-wide lock, so replicas
 // starting together jump once, and writes the new mark.
-func recoverMySQLLineage(ctx context.Context, db *sql.DB, dataDir string) error {
+func recoverMySQLLineage(ctx context.Context, db *sql.DB, mark string) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("connecting to MySQL: %w", err)
@@ -190,7 +200,7 @@ func recoverMySQLLineage(ctx context.Context, db *sql.DB, dataDir string) error 
 	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('cellfed_lineage')") }()
 
 	var s lineageState
-	if s.mark, s.hasMark, err = readServedMark(dataDir); err != nil {
+	if s.mark, s.hasMark, err = readServedMark(mark); err != nil {
 		return err
 	}
 	if s.server, err = mysqlServerIdentity(ctx, conn); err != nil {
@@ -230,7 +240,7 @@ func recoverMySQLLineage(ctx context.Context, db *sql.DB, dataDir string) error 
 			"reason", d.reason, "from", s.storeMax, "to", d.jumpTo)
 		rev = d.jumpTo
 	}
-	return writeServedMark(dataDir, servedMark{Server: s.server, Revision: rev, Time: time.Now()})
+	return writeServedMark(mark, servedMark{Server: s.server, Revision: rev, Time: time.Now()})
 }
 
 // jumpMySQL moves kine's compaction marker to d.jumpTo (the row's id
@@ -266,9 +276,9 @@ func jumpMySQL(ctx context.Context, conn *sql.Conn, server string, d lineageDeci
 // and ends the process when the server behind the connection changes
 // (a failover behind a virtual address): the restart then moves the
 // store's revision as the start-up rule says.
-func keepServedMark(ctx context.Context, db *sql.DB, dataDir string, exit func(error)) {
+func keepServedMark(ctx context.Context, db *sql.DB, path string, exit func(error)) {
 	defer db.Close()
-	mark, _, err := readServedMark(dataDir)
+	mark, _, err := readServedMark(path)
 	if err != nil {
 		klog.ErrorS(err, "Not keeping the served mark")
 		return
@@ -300,7 +310,7 @@ func keepServedMark(ctx context.Context, db *sql.DB, dataDir string, exit func(e
 			continue
 		}
 		mark = servedMark{Server: server, Revision: rev.Int64, Time: time.Now()}
-		if err := writeServedMark(dataDir, mark); err != nil {
+		if err := writeServedMark(path, mark); err != nil {
 			klog.ErrorS(err, "Keeping the served mark")
 		}
 	}
@@ -308,7 +318,7 @@ func keepServedMark(ctx context.Context, db *sql.DB, dataDir string, exit func(e
 
 // recoverMySQL runs the start-up rule on the plane's MySQL database and
 // returns what keeps the served mark once kine runs.
-func (o *Options) recoverMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config) (func(context.Context) error, error) {
+func (o *Options) recoverMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config, mark string) (func(context.Context) error, error) {
 	if err := ensureMySQLDatabase(ctx, cfg, backendTLS); err != nil {
 		return nil, err
 	}
@@ -316,12 +326,12 @@ func (o *Options) recoverMySQL(ctx context.Context, cfg *mysql.Config, backendTL
 	if err != nil {
 		return nil, err
 	}
-	if err := recoverMySQLLineage(ctx, db, o.DataDir); err != nil {
+	if err := recoverMySQLLineage(ctx, db, mark); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return func(ctx context.Context) error {
-		go keepServedMark(ctx, db, o.DataDir, func(err error) {
+		go keepServedMark(ctx, db, mark, func(err error) {
 			klog.ErrorS(err, "Stopping the plane")
 			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 		})

@@ -51,7 +51,7 @@ func TestDecideLineage(t *testing.T) {
 }
 
 func TestServedMarkRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := markPath(t.TempDir(), "")
 	if _, ok, err := readServedMark(dir); ok || err != nil {
 		t.Fatalf("empty dir: ok=%v err=%v", ok, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	kinetls "github.com/k3s-io/kine/pkg/tls"
@@ -138,6 +139,71 @@ func ensureMySQLDatabase(ctx context.Context, cfg *mysql.Config, backendTLS kine
 	name := strings.ReplaceAll(cfg.DBName, "`", "``")
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"`"); err != nil {
 		return fmt.Errorf("creating database %s on MySQL at %s: %w", cfg.DBName, cfg.Addr, err)
+	}
+	return nil
+}
+
+// orderedIDsMySQL makes kine's revisions commit in the order they are
+// handed out on MySQL and MariaDB. InnoDB hands out an auto-increment id
+// when the row is inserted, not when it commits; kine v0.17 inserts in an
+// explicit transaction (BEGIN, INSERT, COMMIT: a round trip between id and
+// commit), so a list can report revision 634 while row 630 is still
+// uncommitted, and a client that lists and then watches from 635 (every
+// informer) never sees 630 (measured with kine v0.17.5 and
+// TestListThenWatchConsistency; kine v0.16.4 inserted with autocommit and
+// the window was too short to show). The trigger locks the one row of
+// kine_order before the id is assigned (InnoDB assigns it after BEFORE
+// triggers) and the row lock is held until the insert commits, so inserts
+// are serialized, as on SQLite and on PostgreSQL (orderedIDsSQL).
+var orderedIDsMySQL = []string{
+	`CREATE TABLE IF NOT EXISTS kine_order (id INTEGER PRIMARY KEY) ENGINE=InnoDB`,
+	`INSERT IGNORE INTO kine_order (id) VALUES (1)`,
+	`CREATE TRIGGER kine_ordered_id BEFORE INSERT ON kine FOR EACH ROW
+BEGIN
+	DECLARE locked INTEGER;
+	SELECT id INTO locked FROM kine_order WHERE id = 1 FOR UPDATE;
+END`,
+}
+
+// installOrderedIDsMySQL applies orderedIDsMySQL to the table kine has
+// created. It is idempotent: every start (and every replica) runs it; a
+// trigger that exists already is kept.
+func installOrderedIDsMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config) error {
+	conn := cfg.Clone()
+	tlsConfig, err := backendTLS.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading MySQL TLS files: %w", err)
+	}
+	if tlsConfig != nil {
+		if err := mysql.RegisterTLSConfig("cellfed-order", tlsConfig); err != nil {
+			return fmt.Errorf("registering MySQL TLS config: %w", err)
+		}
+		conn.TLSConfig = "cellfed-order"
+	}
+	connector, err := mysql.NewConnector(conn)
+	if err != nil {
+		return fmt.Errorf("MySQL DSN for %s: %w", cfg.Addr, err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout+30*time.Second)
+	defer cancel()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = 'kine_ordered_id'`).Scan(&n); err != nil {
+		return fmt.Errorf("reading the triggers of MySQL database %s at %s: %w", cfg.DBName, cfg.Addr, err)
+	}
+	stmts := orderedIDsMySQL
+	if n > 0 {
+		stmts = stmts[:2]
+	}
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == 1359 { // trigger already exists: another replica made it
+				continue
+			}
+			return fmt.Errorf("ordering kine's revisions in MySQL database %s at %s (the plane's user needs the CREATE and TRIGGER privileges there; with binary logging also log_bin_trust_function_creators=1 or SUPER): %w", cfg.DBName, cfg.Addr, err)
+		}
 	}
 	return nil
 }

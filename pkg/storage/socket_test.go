@@ -9,7 +9,7 @@ import (
 
 func TestSocketPathFallsBackAndCleansUp(t *testing.T) {
 	long := t.TempDir() + "/" + strings.Repeat("d", 120)
-	path, cleanup, err := socketPath(long)
+	path, cleanup, err := socketPath(long, "kine.sock")
 	if err != nil {
 		t.Fatal(err)
 	}

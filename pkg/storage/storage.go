@@ -17,16 +17,17 @@ const maxUnixSocketPath = 100
 
 // emulatedETCDVersion is the etcd version kine reports to the API server,
 // which decides by it how to serve consistent reads (lists without
-// resourceVersion, DeleteCollection, watch-list): from its watch cache once
-// an etcd watch-progress request has confirmed the cache is current, or
-// from storage when that request is not supported (etcd before 3.4.31 and
-// 3.5.0–3.5.12; k8s.io/apiserver/pkg/storage/feature). kine v0.16.4 answers
-// progress requests only on a 100 ms tick, and only once its poll loop has
-// turned again, which without a new write takes up to 1 s; 3.5.12 makes
-// the API server read such lists from the database, which answers at once.
-// Report 3.5.13 or later again with a kine whose progress answers are
-// prompt and whose watches keep the list-then-watch guarantee.
-const emulatedETCDVersion = "3.5.12"
+// resourceVersion, DeleteCollection, watch-list, the resource size
+// estimator's key reads): from its watch cache once an etcd
+// watch-progress request has confirmed the cache is current, or from
+// storage when that request is not supported (etcd before 3.4.31 and
+// 3.5.0–3.5.12; k8s.io/apiserver/pkg/storage/feature). kine v0.17.3 and
+// later answer a progress request at once (v0.16.4 waited for a 100 ms
+// tick and its poll loop's next turn, up to 1 s, so the plane reported
+// 3.5.12 and read such lists from the database) and start watches at
+// exactly the requested revision (v0.17.0–v0.17.2 could resend the
+// events of a batch from before it). 3.6.11 is kine's own default.
+const emulatedETCDVersion = "3.6.11"
 
 // Backend is a running kine.
 type Backend struct {
@@ -40,6 +41,13 @@ type Backend struct {
 // on a private unix socket. kine stops when ctx is cancelled; cancel it
 // only after the API server using it has stopped.
 func Start(ctx context.Context, o *Options) (*Backend, error) {
+	return start(ctx, o, "kine.sock", "")
+}
+
+// start runs kine for o's endpoint on the unix socket socketName in the
+// data dir (or a private directory when that path is too long); resource
+// names the --datastore-override it serves ("" for the main store).
+func start(ctx context.Context, o *Options, socketName, resource string) (*Backend, error) {
 	if o.DataDir == "" {
 		return nil, fmt.Errorf("storage: no data directory set")
 	}
@@ -60,12 +68,17 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		if err := checkMySQL(ctx, cfg, backendTLS, o.SkipMySQLSafetyChecks); err != nil {
 			return nil, err
 		}
-		keep, err := o.recoverMySQL(ctx, cfg, backendTLS)
+		keepMark, err := o.recoverMySQL(ctx, cfg, backendTLS, markPath(o.DataDir, resource))
 		if err != nil {
 			return nil, err
 		}
-		afterStart = keep
 		kineEndpoint = "mysql://" + cfg.FormatDSN()
+		afterStart = func(ctx context.Context) error {
+			if err := installOrderedIDsMySQL(ctx, cfg, backendTLS); err != nil {
+				return err
+			}
+			return keepMark(ctx)
+		}
 		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
 	case KindPostgres:
 		cfg, endpoint, err := o.postgresConfig()
@@ -87,7 +100,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		description = "sqlite " + path
 	}
 
-	socket, cleanup, err := socketPath(o.DataDir)
+	socket, cleanup, err := socketPath(o.DataDir, socketName)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +123,7 @@ func Start(ctx context.Context, o *Options) (*Backend, error) {
 		CompactMinRetain:    o.CompactMinRetain,
 		CompactBatchSize:    o.CompactBatchSize,
 		PollBatchSize:       o.PollBatchSize,
+		PollInterval:        o.PollInterval,
 	})
 	if err != nil {
 		cleanup()
@@ -144,12 +158,12 @@ func EnsureWritableDir(dir string) error {
 // socketPath returns kine's socket path: in the data dir when it fits the
 // unix socket limit, otherwise in a private temporary directory, which
 // cleanup removes.
-func socketPath(dataDir string) (path string, cleanup func(), err error) {
+func socketPath(dataDir, name string) (path string, cleanup func(), err error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		return "", nil, fmt.Errorf("resolving data dir: %w", err)
 	}
-	p := filepath.Join(abs, "kine.sock")
+	p := filepath.Join(abs, name)
 	if len(p) <= maxUnixSocketPath {
 		return p, func() {}, nil
 	}
@@ -157,5 +171,5 @@ func socketPath(dataDir string) (path string, cleanup func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("creating kine socket directory: %w", err)
 	}
-	return filepath.Join(dir, "kine.sock"), func() { _ = os.RemoveAll(dir) }, nil
+	return filepath.Join(dir, name), func() { _ = os.RemoveAll(dir) }, nil
 }

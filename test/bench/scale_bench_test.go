@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,10 +43,10 @@ var (
 	scaleRealMembers = envInt("CELLFED_SCALE_REAL_MEMBERS", 4)
 	// Latency objects per step, created at a rate of placements per s.
 	// The rate stays below what the machine converges (about 150
-	// placements/s at load 18), so latency is not queueing behind the
+	// placements/s at load 18–40), so latency is not queueing behind the
 	// phase's own objects.
 	scaleSamples = envInt("CELLFED_SCALE_SAMPLES", 30)
-	scaleRate    = envInt("CELLFED_SCALE_RATE", 100)
+	scaleRate    = envInt("CELLFED_SCALE_RATE", 50)
 )
 
 // scaleIdle is how long the idle cost is observed at each step.
@@ -104,8 +105,15 @@ type scalePoint struct {
 	// (summed) and of this benchmark process (the fronts and watches).
 	MemberIdleCPU float64 `json:"member_idle_cpu_ms_per_s"`
 	BenchIdleCPU  float64 `json:"bench_idle_cpu_ms_per_s"`
-	Load          string  `json:"load"`
-	At            string  `json:"at"`
+	// Settle is how long the controller took to quiet down (its CPU rate
+	// steady over two 5 s windows) after the step's change, before the
+	// idle window.
+	Settle float64 `json:"settle_s"`
+	// IdleProfile is the top of the controller's CPU profile over the
+	// idle window (at the largest cell step only).
+	IdleProfile string `json:"idle_profile,omitempty"`
+	Load        string `json:"load"`
+	At          string `json:"at"`
 }
 
 // BenchmarkScale is the scale simulation of docs/scale.md: the cost
@@ -161,6 +169,7 @@ type scaleSim struct {
 	joined     int
 	cells      int
 	ctrl       *framework.Controller
+	profiles   string
 	metrics    string
 	w          *simWatch
 	objects    int
@@ -209,7 +218,8 @@ func startScaleSim(b *testing.B) *scaleSim {
 		}
 	}
 	s.w = startSimWatch(b, s.reals)
-	c := framework.StartController(b, plane,
+	s.profiles = benchOutputDir(b, "cellfed-scale-profiles-")
+	c := framework.StartController(b, plane, "--profiling",
 		// Production's probing, and a Lease that survives a loaded machine.
 		"--cluster-probe-period=2s", "--cluster-probe-timeout=3s", "--cluster-failure-threshold=3",
 		"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=5s")
@@ -371,10 +381,23 @@ func (s *scaleSim) waitNamespaces(cells int) {
 func (s *scaleSim) measure(curve, tag string) scalePoint {
 	b, pid := s.b, s.ctrl.Pid()
 	p := scalePoint{Curve: curve, Cells: s.cells, Members: s.joined, Placements: s.placements, At: time.Now().UTC().Format(time.RFC3339)}
+	p.Settle = s.settle()
 	self := os.Getpid()
+	var prof *cpuProfiler
+	if s.cells == scaleCellSteps[len(scaleCellSteps)-1] {
+		// Where the idle CPU goes at the largest size.
+		prof = startCPUProfile(s.metrics, filepath.Join(s.profiles, tag))
+	}
 	c0, m0, b0, t0 := cpuTime(b, pid), s.membersCPU(), cpuTime(b, self), time.Now()
 	time.Sleep(scaleIdle) // a fixed observation window, not a sync
 	c1, m1, b1, t1 := cpuTime(b, pid), s.membersCPU(), cpuTime(b, self), time.Now()
+	if prof != nil {
+		var notes []string
+		p.IdleProfile = prof.finish(&notes)
+		for _, n := range notes {
+			fmt.Printf("  %s\n", n)
+		}
+	}
 	secs := t1.Sub(t0).Seconds()
 	p.IdleCPU = ms(c1-c0) / secs
 	p.MemberIdleCPU, p.BenchIdleCPU = ms(m1-m0)/secs, ms(b1-b0)/secs
@@ -434,6 +457,28 @@ func (s *scaleSim) measure(curve, tag string) scalePoint {
 	return p
 }
 
+// settle waits, up to 2 min, until the controller's CPU rate over two
+// 5 s windows in a row agrees within 25% (or 10 ms/s): the work a step
+// started (new cells' clusters, statuses) is done. It returns the
+// seconds it waited.
+func (s *scaleSim) settle() float64 {
+	pid, start := s.ctrl.Pid(), time.Now()
+	window := func() float64 {
+		c0, t0 := cpuTime(s.b, pid), time.Now()
+		time.Sleep(5 * time.Second) // a measuring window, not a sync
+		return ms(cpuTime(s.b, pid)-c0) / time.Since(t0).Seconds()
+	}
+	prev := window()
+	for time.Since(start) < 2*time.Minute {
+		cur := window()
+		if math.Abs(cur-prev) <= max(10, 0.25*prev) {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(start).Seconds()
+}
+
 func cellNamesSim(n int) []string {
 	names := make([]string, n)
 	for i := range names {
@@ -491,9 +536,9 @@ func (s *scaleSim) membersCPU() time.Duration {
 
 func (s *scaleSim) print(p scalePoint) {
 	fmt.Printf("scale: %s: %d cells, %d members, %d placements: latency to %d cells p50 %.0f ms p99 %.0f ms (missing %d of %d); "+
-		"controller idle %.0f ms/s, %.3f ms per placement, RSS %.0f MiB (peak %.0f); load %s\n",
+		"settled in %.0f s, controller idle %.0f ms/s, %.3f ms per placement, RSS %.0f MiB (peak %.0f); load %s\n",
 		p.Curve, p.Cells, p.Members, p.Placements, p.Fanout, p.P50, p.P99, p.Missing, p.Samples,
-		p.IdleCPU, p.CPUPerPlacement, p.RSS, p.Peak, p.Load)
+		p.Settle, p.IdleCPU, p.CPUPerPlacement, p.RSS, p.Peak, p.Load)
 }
 
 // simWatch records when each member object reached each logical member,

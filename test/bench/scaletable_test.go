@@ -148,19 +148,19 @@ func scaleMarkdown(points, cells, placed []scalePoint, started time.Time, lastCe
 	fmt.Fprintf(&md, "- machine: %d CPUs, %s memory, shared: load average at each step in the table\n", runtime.NumCPU(), memTotal())
 	fmt.Fprintf(&md, "- command: `CELLFED_SCALE_CELLS=%s CELLFED_SCALE_PLACEMENTS=%s CELLFED_SCALE_MEMBERS=%d CELLFED_SCALE_REAL_MEMBERS=%d CELLFED_SCALE_SAMPLES=%d CELLFED_SCALE_RATE=%d go test ./test/bench -run XXX -bench BenchmarkScale -benchtime 1x -timeout 60m`\n\n",
 		joinInts(scaleCellSteps), joinInts(scalePlacementSteps), scaleMembers, scaleRealMembers, scaleSamples, scaleRate)
-	md.WriteString("| curve | cells | members | placements | cells per object | latency p50 (ms) | latency p99 (ms) | missing | controller's p50 / p99 (ms) | idle CPU (ms/s) | CPU per placement (µs) | fill (placements/s) | fill CPU per placement (µs): controller / members / fronts + bench | RSS (MiB) | peak RSS (MiB) | members' idle CPU (ms/s) | fronts + bench idle CPU (ms/s) | load average |\n")
-	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	md.WriteString("| curve | cells | members | placements | cells per object | latency p50 (ms) | latency p99 (ms) | missing | controller's p50 / p99 (ms) | settled (s) | idle CPU (ms/s) | CPU per placement (µs) | fill (placements/s) | fill CPU per placement (µs): controller / members / fronts + bench | RSS (MiB) | peak RSS (MiB) | members' idle CPU (ms/s) | fronts + bench idle CPU (ms/s) | load average |\n")
+	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, p := range points {
 		fill, fillCPU := "–", "–"
 		if p.Filled > 0 {
 			fill = fmt.Sprintf("%.0f", p.FillRate)
 			fillCPU = fmt.Sprintf("%.0f / %.0f / %.0f", p.FillCPUPerPlacement*1000, p.FillMemberCPUPerPlacement*1000, p.FillBenchCPUPerPlacement*1000)
 		}
-		fmt.Fprintf(&md, "| %s | %d | %d | %d | %d | %.0f | %.0f | %d of %d | %.0f / %.0f | %.0f | %.0f | %s | %s | %.0f | %.0f | %.0f | %.0f | %s |\n",
+		fmt.Fprintf(&md, "| %s | %d | %d | %d | %d | %.0f | %.0f | %d of %d | %.0f / %.0f | %.0f | %.0f | %.0f | %s | %s | %.0f | %.0f | %.0f | %.0f | %s |\n",
 			p.Curve, p.Cells, p.Members, p.Placements, p.Fanout, p.P50, p.P99, p.Missing, p.Samples, p.HistP50, p.HistP99,
-			p.IdleCPU, p.CPUPerPlacement*1000, fill, fillCPU, p.RSS, p.Peak, p.MemberIdleCPU, p.BenchIdleCPU, p.Load)
+			p.Settle, p.IdleCPU, p.CPUPerPlacement*1000, fill, fillCPU, p.RSS, p.Peak, p.MemberIdleCPU, p.BenchIdleCPU, p.Load)
 	}
-	md.WriteString("\nPlacements: (object, cell) pairs present before the step's latency phase. Latency: from the create request of a FederatedConfigMap placed on every cell of its workspace (up to one per member) to the object in the last of those members (the bench's watches on the real kube-apiservers), objects arriving at the stated rate. CPU per placement: the controller's CPU over the latency phase, its idle rate taken out, per placement made. Fill: objects created in bulk (8 at a time) before the step, the rate at which their placements reached the members. CPU from /proc (user+system), RSS from /proc/<pid>/status.\n\n")
+	md.WriteString("\nPlacements: (object, cell) pairs present before the step's latency phase. Latency: from the create request of a FederatedConfigMap placed on every cell of its workspace (up to one per member) to the object in the last of those members (the bench's watches on the real kube-apiservers), objects arriving at the stated rate. Settled: after the step's change (new cells, a fill), the wait until the controller's CPU rate held steady over two 5 s windows; idle CPU is then measured over 15 s. CPU per placement: the controller's CPU over the latency phase, its idle rate taken out, per placement made. Fill: objects created in bulk (8 at a time) before the step, the rate at which their placements reached the members. CPU from /proc (user+system), RSS from /proc/<pid>/status.\n\n")
 	md.WriteString("## Fitted growth\n\n")
 	fit := func(name string, ps []scalePoint, x, y func(scalePoint) float64) {
 		var xs, ys []float64
@@ -177,6 +177,11 @@ func scaleMarkdown(points, cells, placed []scalePoint, started time.Time, lastCe
 	fit(fmt.Sprintf("controller RSS (MiB) against placements on %d cells", lastCells), placed, px, func(p scalePoint) float64 { return p.RSS })
 	fit(fmt.Sprintf("idle controller CPU (ms/s) against placements on %d cells", lastCells), placed, px, func(p scalePoint) float64 { return p.IdleCPU })
 	fit(fmt.Sprintf("latency p99 (ms) against placements on %d cells", lastCells), placed, px, func(p scalePoint) float64 { return p.P99 })
+	for _, p := range points {
+		if p.IdleProfile != "" {
+			fmt.Fprintf(&md, "\n### Controller CPU while idle, %s step: %d cells, %d placements (top 10)\n\n```\n%s\n```\n", p.Curve, p.Cells, p.Placements, p.IdleProfile)
+		}
+	}
 	md.WriteString("\n![against cells](images/scale-cells.png)\n\n![against placements](images/scale-placements.png)\n")
 	return md.String()
 }

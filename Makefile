@@ -90,8 +90,8 @@ bench: build kubefed mariadb postgres chromium
 # The scale simulation (docs/scale.md): cellfed-controller's cost curve to
 # 1,000 cells on 100 members and 100,000 placements, against real member
 # kube-apiservers each serving 25 logical members (test/simfront). It
-# rewrites docs/scale-data.md and docs/images/scale-*.png; about 30 min
-# on 2 loaded cores. Not part of `make test` or `make bench`. The
+# rewrites docs/scale-data.md and docs/images/scale-*.png; 30-40 min
+# on 2 loaded cores. Not part of `make test`; `make bench` runs a smoke size. The
 # CELLFED_SCALE_* variables (test/bench/scale_bench_test.go) resize it.
 scale: build
 	CELLFED_SCALE_OUT=$(CURDIR)/docs go test -count=1 -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 60m ./test/bench/

@@ -128,7 +128,14 @@ type scalePoint struct {
 // markdown table and the plots to CELLFED_SCALE_OUT (else a new
 // directory outside the tree, printed); `make scale` writes them to
 // docs/.
+//
+// CELLFED_SCALE_REPLOT=<scale.json> rewrites the table and plots of a
+// recorded run instead of running one.
 func BenchmarkScale(b *testing.B) {
+	if path := os.Getenv("CELLFED_SCALE_REPLOT"); path != "" {
+		replotScale(b, path)
+		return
+	}
 	for range b.N {
 		s := startScaleSim(b)
 		var points []scalePoint
@@ -138,7 +145,7 @@ func BenchmarkScale(b *testing.B) {
 			p := s.measure("cells", fmt.Sprintf("c%d", c))
 			points = append(points, p)
 			s.print(p)
-			writeScaleResults(b, points, s.started, last) // each step: a cut-short run keeps its data
+			writeScaleResults(b, points, s.started, time.Now(), last) // each step: a cut-short run keeps its data
 		}
 		for _, target := range scalePlacementSteps {
 			if target <= s.placements {
@@ -150,9 +157,9 @@ func BenchmarkScale(b *testing.B) {
 			p.FillMemberCPUPerPlacement, p.FillBenchCPUPerPlacement = f.memberCPU, f.benchCPU
 			points = append(points, p)
 			s.print(p)
-			writeScaleResults(b, points, s.started, last)
+			writeScaleResults(b, points, s.started, time.Now(), last)
 		}
-		writeScaleResults(b, points, s.started, last)
+		writeScaleResults(b, points, s.started, time.Now(), last)
 		s.stop()
 	}
 }

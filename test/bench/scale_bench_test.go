@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	corev1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
@@ -568,7 +569,9 @@ func startSimWatch(b *testing.B, reals []*framework.Server) *simWatch {
 	b.Cleanup(cancel) // before the members stop
 	opts := metav1.ListOptions{LabelSelector: "kubefed.io/managed=true"}
 	for r, real := range reals {
-		c := dynamic.NewForConfigOrDie(real.RESTConfig(b)).Resource(configMaps)
+		// Metadata only: a watcher too slow for the real server is
+		// closed by it, and decoding whole objects at 100,000 was.
+		c := metadata.NewForConfigOrDie(real.RESTConfig(b)).Resource(configMaps)
 		wi, err := c.Watch(ctx, opts)
 		if err != nil {
 			b.Fatalf("watching real member %d: %v", r, err)
@@ -576,10 +579,13 @@ func startSimWatch(b *testing.B, reals []*framework.Server) *simWatch {
 		go func() {
 			for {
 				for ev := range wi.ResultChan() {
+					if ev.Type == watch.Error {
+						fmt.Printf("  watch of real member %d: %v\n", r, apierrors.FromObject(ev.Object))
+					}
 					if ev.Type != watch.Added && ev.Type != watch.Modified {
 						continue
 					}
-					if obj, ok := ev.Object.(*unstructured.Unstructured); ok {
+					if obj, ok := ev.Object.(*metav1.PartialObjectMetadata); ok {
 						w.record(obj)
 					}
 				}
@@ -608,7 +614,7 @@ func startSimWatch(b *testing.B, reals []*framework.Server) *simWatch {
 	return w
 }
 
-func (w *simWatch) record(obj *unstructured.Unstructured) {
+func (w *simWatch) record(obj metav1.Object) {
 	now := time.Now()
 	prefix, _, ok := strings.Cut(obj.GetNamespace(), "-")
 	if !ok || !strings.HasPrefix(prefix, "lm") {

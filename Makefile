@@ -20,7 +20,7 @@ IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench fuzz mariadb postgres chromium board-screenshots fmt vet clean images lint
+.PHONY: all build kubectl kubefed run demo test test-unit bench scale fuzz mariadb postgres chromium board-screenshots fmt vet clean images lint
 
 all: build
 
@@ -79,9 +79,22 @@ test: build kubectl kubefed mariadb postgres chromium vet images
 test-unit:
 	go test -race -count=1 ./pkg/...
 
+# BenchmarkScale runs here in a smoke size (two cell steps on 20 logical
+# members, 2,000 placements: about 2 min); `make scale` runs it in full.
+SCALE_SMOKE := CELLFED_SCALE_CELLS=10,50 CELLFED_SCALE_MEMBERS=20 CELLFED_SCALE_REAL_MEMBERS=2 \
+	CELLFED_SCALE_PLACEMENTS=2000 CELLFED_SCALE_SAMPLES=20
 bench: build kubefed mariadb postgres chromium
 	go test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/conversion/
-	go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
+	$(SCALE_SMOKE) go test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
+
+# The scale simulation (docs/scale.md): cellfed-controller's cost curve to
+# 1,000 cells on 100 members and 100,000 placements, against real member
+# kube-apiservers each serving 25 logical members (test/simfront). It
+# rewrites docs/scale-data.md and docs/images/scale-*.png; 30-40 min
+# on 2 loaded cores. Not part of `make test`; `make bench` runs a smoke size. The
+# CELLFED_SCALE_* variables (test/bench/scale_bench_test.go) resize it.
+scale: build
+	CELLFED_SCALE_OUT=$(CURDIR)/docs go test -count=1 -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 60m ./test/bench/
 
 # Go's native fuzzing, one target at a time for FUZZTIME each (go test
 # fuzzes one target of one package per run). Not part of `make test`,

@@ -151,7 +151,8 @@ func failover(t *testing.T, semiSync bool) {
 		t.Fatal(err)
 	}
 
-	// A client-go informer, as every controller runs one.
+	// A client-go informer, as every controller runs one. lists counts
+	// its lists, plain or streamed (watch-list).
 	var lists atomic.Int32
 	lw := cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "configmaps", "fo", fields.Everything())
 	informer := cache.NewSharedIndexInformer(&cache.ListWatch{
@@ -160,6 +161,9 @@ func failover(t *testing.T, semiSync bool) {
 			return lw.ListWithContext(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				lists.Add(1) // a watch-list is a list
+			}
 			return lw.WatchWithContext(ctx, o)
 		},
 	}, &corev1.ConfigMap{}, 0, cache.Indexers{})

@@ -369,9 +369,7 @@ func (h *Hub) Disconnect(cluster string) int {
 	return len(conns)
 }
 
-// add registers an agent stream, superseding an earlier stream with the
-// same agent ID (the same agent reconnecting after its link died: the
-// old stream would otherwise keep receiving dials until keepalives fail).
+// add registers an agent stream.
 func (h *Hub) add(cluster string, c *agentConn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -380,13 +378,23 @@ func (h *Hub) add(cluster string, c *agentConn) {
 		m = map[*agentConn]struct{}{}
 		h.agents[cluster] = m
 	}
+	m[c] = struct{}{}
+	agentsGauge.WithLabelValues(cluster).Set(float64(len(m)))
+}
+
+// supersede ends the streams of c's agent other than c (the same agent
+// reconnected after its link died: the old stream would otherwise keep
+// receiving dials until keepalives fail).
+func (h *Hub) supersede(cluster string, c *agentConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.agents[cluster]
 	for old := range m {
-		if old.id == c.id {
+		if old != c && old.id == c.id {
 			old.cancel(fmt.Errorf("agent %s reconnected", c.id))
 			delete(m, old)
 		}
 	}
-	m[c] = struct{}{}
 	agentsGauge.WithLabelValues(cluster).Set(float64(len(m)))
 }
 
@@ -434,18 +442,34 @@ func (h *Hub) interceptAgent(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 
 	done := make(chan error, 1)
 	go func() { done <- handler(srv, newCountingStream(ss, cluster, c)) }()
-	select {
-	case err := <-done:
-		klog.InfoS("Tunnel agent disconnected", "cluster", cluster, "agentID", agentID, "err", err)
-		return err
-	case <-connCtx.Done():
-		// Returning ends the stream: ANP's handler sees its stream fail
-		// and removes the backend and its connections.
-		cause := context.Cause(connCtx)
-		klog.InfoS("Tunnel agent stream ended by the hub", "cluster", cluster, "agentID", agentID, "reason", cause)
-		return status.Error(codes.Unavailable, cause.Error())
+	settled := time.NewTimer(supersedeAfter)
+	defer settled.Stop()
+	for {
+		select {
+		case err := <-done:
+			klog.InfoS("Tunnel agent disconnected", "cluster", cluster, "agentID", agentID, "err", err)
+			return err
+		case <-connCtx.Done():
+			// Returning ends the stream: ANP's handler sees its stream fail
+			// and removes the backend and its connections.
+			cause := context.Cause(connCtx)
+			klog.InfoS("Tunnel agent stream ended by the hub", "cluster", cluster, "agentID", agentID, "reason", cause)
+			return status.Error(codes.Unavailable, cause.Error())
+		case <-settled.C:
+			h.supersede(cluster, c)
+		}
 	}
 }
+
+// supersedeAfter is how long a new stream of an agent must last before
+// it replaces the agent's older streams on this hub. An agent that finds
+// every hub through one load balancer (--tunnel-server-count above 1)
+// dials this hub again while it looks for the others, and closes the new
+// stream itself at once when the hub's server ID is one it has: replacing
+// the old stream on arrival cut the agent's working connection every
+// time (TestTunnelAcrossReplicas). A stream that lasts is the agent
+// reconnecting after its link died, and the old one is dead weight.
+const supersedeAfter = 2 * time.Second
 
 // countingStream counts an agent stream's dials and payload bytes, and
 // marks its agent routable on the first read: ANP's handler adds the

@@ -169,22 +169,10 @@ END`,
 // created. It is idempotent: every start (and every replica) runs it; a
 // trigger that exists already is kept.
 func installOrderedIDsMySQL(ctx context.Context, cfg *mysql.Config, backendTLS kinetls.Config) error {
-	conn := cfg.Clone()
-	tlsConfig, err := backendTLS.ClientConfig()
+	db, err := openMySQL(cfg, backendTLS, cfg.DBName)
 	if err != nil {
-		return fmt.Errorf("loading MySQL TLS files: %w", err)
+		return err
 	}
-	if tlsConfig != nil {
-		if err := mysql.RegisterTLSConfig("cellfed-order", tlsConfig); err != nil {
-			return fmt.Errorf("registering MySQL TLS config: %w", err)
-		}
-		conn.TLSConfig = "cellfed-order"
-	}
-	connector, err := mysql.NewConnector(conn)
-	if err != nil {
-		return fmt.Errorf("MySQL DSN for %s: %w", cfg.Addr, err)
-	}
-	db := sql.OpenDB(connector)
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout+30*time.Second)
 	defer cancel()

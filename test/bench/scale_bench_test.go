@@ -590,22 +590,20 @@ func startSimWatch(b *testing.B, reals []*framework.Server) *simWatch {
 					}
 				}
 				wi.Stop()
-				for ctx.Err() == nil {
-					fmt.Printf("  watch of real member %d ended: listing and watching again\n", r)
+				if wi = rewatch(ctx, fmt.Sprintf("real member %d", r), func(ctx context.Context) (string, error) {
 					list, err := c.List(ctx, opts)
-					if err == nil {
-						for j := range list.Items {
-							w.record(&list.Items[j])
-						}
-						o := opts
-						o.ResourceVersion = list.GetResourceVersion()
-						if wi, err = c.Watch(ctx, o); err == nil {
-							break
-						}
+					if err != nil {
+						return "", err
 					}
-					time.Sleep(time.Second) // retrying a member that refused
-				}
-				if ctx.Err() != nil {
+					for j := range list.Items {
+						w.record(&list.Items[j])
+					}
+					return list.GetResourceVersion(), nil
+				}, func(ctx context.Context, rv string) (watch.Interface, error) {
+					o := opts
+					o.ResourceVersion = rv
+					return c.Watch(ctx, o)
+				}); wi == nil {
 					return
 				}
 			}

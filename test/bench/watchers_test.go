@@ -64,22 +64,20 @@ func startWatchers(b *testing.B, members []*framework.Server, gvr schema.GroupVe
 					}
 				}
 				wi.Stop()
-				for ctx.Err() == nil {
-					fmt.Printf("  watch of member-%d ended: listing and watching again\n", i)
+				if wi = rewatch(ctx, fmt.Sprintf("member-%d", i), func(ctx context.Context) (string, error) {
 					list, err := c.List(ctx, opts)
-					if err == nil {
-						for j := range list.Items {
-							record(i, &list.Items[j])
-						}
-						o := opts
-						o.ResourceVersion = list.GetResourceVersion()
-						if wi, err = c.Watch(ctx, o); err == nil {
-							break
-						}
+					if err != nil {
+						return "", err
 					}
-					time.Sleep(time.Second) // retrying a member that refused
-				}
-				if ctx.Err() != nil {
+					for j := range list.Items {
+						record(i, &list.Items[j])
+					}
+					return list.GetResourceVersion(), nil
+				}, func(ctx context.Context, rv string) (watch.Interface, error) {
+					o := opts
+					o.ResourceVersion = rv
+					return c.Watch(ctx, o)
+				}); wi == nil {
 					return
 				}
 			}
@@ -89,6 +87,27 @@ func startWatchers(b *testing.B, members []*framework.Server, gvr schema.GroupVe
 }
 
 func (w *watchers) stop() { w.cancel() }
+
+// rewatch is what a bench watcher does when a member ends its watch (its
+// request timeout, an error event): list what arrived meanwhile (list
+// records it, seen late, and returns the list's resourceVersion) and watch
+// on from the list, retrying a member that refuses once a second. It
+// returns nil once ctx ends.
+func rewatch(ctx context.Context, name string, list func(context.Context) (string, error), watchFrom func(context.Context, string) (watch.Interface, error)) watch.Interface {
+	for ctx.Err() == nil {
+		fmt.Printf("  watch of %s ended: listing and watching again\n", name)
+		if rv, err := list(ctx); err == nil {
+			if wi, err := watchFrom(ctx, rv); err == nil {
+				return wi
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second): // retrying a member that refused
+		}
+	}
+	return nil
+}
 
 // lastSeen is when the last of the first n members saw name.
 func (w *watchers) lastSeen(name string, n int) (time.Time, bool) {

@@ -617,23 +617,42 @@ overrides:
 			msgs: []string{"spec.overrides[0].topologyName", "Bad_Name"},
 		},
 		{
-			name: "type cluster with a dotted name",
+			name: "type cluster with another namespace's cell",
 			obj: v2(`placement:
   topologyType: cluster
-  topologies: [{name: shop.rz00a}]
+  topologies: [{name: bank.rz00a}]
 `),
 			want: invalid,
-			msgs: []string{"spec.placement.topologies[0].name", "shop.rz00a", "per-cell clusters", "topologyType: cell"},
+			msgs: []string{"spec.placement.topologies[0].name", "bank.rz00a", `cell "rz00a" of namespace "bank"`, "own namespace's cells"},
 		},
 		{
-			name: "type cluster with a dotted override name",
+			name: "type cluster with a dotted name that is no cell",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologies: [{name: a.b.c}]
+`),
+			want: invalid,
+			msgs: []string{"spec.placement.topologies[0].name", "a.b.c", "per-cell clusters", "topologyType: cell"},
+		},
+		{
+			name: "type cluster with another namespace's cell in overrides",
 			obj: v2(`placement:
   topologyType: cluster
 overrides:
-- topologyName: shop.rz00a
+- topologyName: bank.rz00a
 `),
 			want: invalid,
-			msgs: []string{"spec.overrides[0].topologyName", "shop.rz00a", "per-cell clusters"},
+			msgs: []string{"spec.overrides[0].topologyName", "bank.rz00a", "own namespace's cells"},
+		},
+		{
+			// The stored form of a v1beta1 placement on a physical
+			// cluster and a cell (the fuzzer found v1beta2 refusing it).
+			name: "type cluster with a physical cluster and an own cell",
+			obj: v2(`placement:
+  topologyType: cluster
+  topologies: [{name: shop.rz00a}, {name: c2}]
+`),
+			want: allowed,
 		},
 		{
 			name: "selector with reserved key cellfed.io/namespace",
@@ -938,7 +957,7 @@ func TestValidateFederatedV1beta1(t *testing.T) {
   clusters: [{name: c1}]
 `),
 			want: invalid,
-			msgs: []string{`placementMask.topologies[0].name`, "other-ns.rz00a", "per-cell clusters"},
+			msgs: []string{`placementMask.topologies[0].name`, "other-ns.rz00a", "own namespace's cells"},
 		},
 		{
 			name: "a stashed mask outside the placement",

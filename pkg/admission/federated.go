@@ -108,9 +108,15 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 		p.namesPath = pp.Child("topologies")
 		for i, t := range o.Spec.Placement.Topologies {
 			n := name{t.Name, p.namesPath.Index(i).Child("name")}
-			if typ == typesv1beta2.TopologyCell {
+			switch cell, ownCell := cellv1alpha1.CellOfNamespace(ns, t.Name); {
+			case typ == typesv1beta2.TopologyCell:
 				p.cells = append(p.cells, n)
-			} else {
+			case ownCell:
+				// The stored form of a v1beta1 placement on physical
+				// clusters and cells of this namespace: as in v1beta1,
+				// the name is the cell's.
+				p.cells = append(p.cells, name{cell, n.path})
+			default:
 				p.clusters = append(p.clusters, n)
 			}
 		}
@@ -131,12 +137,12 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 			path := spec.Child("overrides").Index(i)
 			p.overrides = append(p.overrides, override{name{ov.TopologyName, path.Child("topologyName")}, ov.ClusterOverrides, path})
 		}
-		validNames(&p, typ, p.cells, p.clusters, p.mask)
+		validNames(&p, ns, typ, p.cells, p.clusters, p.mask)
 		var names []name
 		for _, ov := range p.overrides {
 			names = append(names, ov.name)
 		}
-		validNames(&p, typ, names)
+		validNames(&p, ns, typ, names)
 	case typesv1beta1.Version:
 		var o typesv1beta1.FederatedObject
 		if err := decodeContent(content, &o); err != nil {
@@ -242,7 +248,7 @@ func stashedMask(ns string, content map[string]any, p *placed) {
 		p.mask = append(p.mask, name{t.Name, path.Index(i).Child("name")})
 	}
 	p.maskCells = typ == typesv1beta2.TopologyCell
-	validNames(p, typ, p.mask)
+	validNames(p, ns, typ, p.mask)
 }
 
 // MaxTopologies bounds each list of names in a federated object: the
@@ -285,16 +291,23 @@ func stashAnnotation(content map[string]any) (string, bool) {
 }
 
 // validNames checks v1beta2 topology names and their uniqueness in each
-// list.
-func validNames(p *placed, typ typesv1beta2.TopologyType, lists ...[]name) {
+// list. A cluster topology may name the per-cell clusters of the object's
+// own namespace (<namespace>.<cell>): conversion stores so a v1beta1
+// placement on physical clusters and cells, which v1beta2 must accept
+// back.
+func validNames(p *placed, ns string, typ typesv1beta2.TopologyType, lists ...[]name) {
 	for _, list := range lists {
 		for _, n := range list {
+			_, ownCell := cellv1alpha1.CellOfNamespace(ns, n.value)
 			switch {
+			case typ == typesv1beta2.TopologyCluster && ownCell:
 			case n.value == "":
 				p.errs = append(p.errs, field.Required(n.path, "name the "+string(typ)))
 			case !cellv1alpha1.IsDNSLabel(n.value):
 				msg := fmt.Sprintf("%s names are DNS labels: lowercase letters, digits and '-', at most 63 characters", typ)
-				if typ == typesv1beta2.TopologyCluster && strings.Contains(n.value, ".") {
+				if otherNS, cell, ok := cellv1alpha1.ParseCellClusterName(n.value); ok && typ == typesv1beta2.TopologyCluster {
+					msg = fmt.Sprintf("is cell %q of namespace %q; an object in namespace %q can only be placed on its own namespace's cells (with topologyType: cell, by cell name)", cell, otherNS, ns)
+				} else if typ == typesv1beta2.TopologyCluster && strings.Contains(n.value, ".") {
 					msg = "names with a dot are per-cell clusters; to place on cells use topologyType: cell with the cell names"
 				}
 				p.errs = append(p.errs, field.Invalid(n.path, n.value, msg))

@@ -381,7 +381,7 @@ func validateRegistrationSpec(reg *cellv1alpha1.ClusterRegistration) field.Error
 	if !cellv1alpha1.IsDNSLabel(reg.Name) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), reg.Name, "the registration's name is the cluster's name: a DNS label (lowercase letters, digits and '-', at most 63 characters, no dots: names with a dot are reserved for per-cell clusters)"))
 	}
-	if u, err := url.Parse(reg.Spec.APIEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+	if u, err := url.Parse(reg.Spec.APIEndpoint); err != nil || u.Scheme != "https" || u.Host == "" || !strings.HasPrefix(reg.Spec.APIEndpoint, "https://") {
 		errs = append(errs, field.Invalid(spec.Child("apiEndpoint"), reg.Spec.APIEndpoint, "must be the member API server's https URL as the agent reaches it, e.g. https://127.0.0.1:6443"))
 	}
 	if len(reg.Spec.CABundle) == 0 {

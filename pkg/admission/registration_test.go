@@ -127,6 +127,13 @@ func TestValidateRegistration(t *testing.T) {
 			r.Spec.APIEndpoint = "http://127.0.0.1:8080"
 			return RegistrationRequest{Operation: Create, User: "admin", Object: r}
 		}, "spec.apiEndpoint"},
+		{"endpoint with an upper-case scheme", func(t *testing.T) RegistrationRequest {
+			// Found by FuzzValidateRegistration: url.Parse lowers the
+			// scheme, so "Https://" passed as https.
+			r := testRegistration(t, "edge-1")
+			r.Spec.APIEndpoint = "Https://127.0.0.1:6443"
+			return RegistrationRequest{Operation: Create, User: "admin", Object: r}
+		}, "spec.apiEndpoint"},
 		{"no CA", func(t *testing.T) RegistrationRequest {
 			r := testRegistration(t, "edge-1")
 			r.Spec.CABundle = nil

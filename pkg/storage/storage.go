@@ -124,6 +124,7 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		CompactBatchSize:    o.CompactBatchSize,
 		PollBatchSize:       o.PollBatchSize,
 		PollInterval:        o.PollInterval,
+		GRPCServer:          newGRPCServer(o),
 	})
 	if err != nil {
 		cleanup()

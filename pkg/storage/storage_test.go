@@ -247,6 +247,55 @@ func TestProgressRequestsAnsweredPromptly(t *testing.T) {
 	}
 }
 
+// TestOneProgressRequestIsAnswered asks for progress once, right after a
+// write elsewhere, and never again: the plane repeats an unanswered
+// request to kine itself (progressRetry). kine alone drops a request that
+// arrives before its poll loop has delivered the write, and the next
+// answer would be its periodic notification, set here to 2 s.
+func TestOneProgressRequestIsAnswered(t *testing.T) {
+	for name, opts := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			o := opts(t)
+			o.NotifyInterval = storage.MaxNotifyInterval
+			c := startKine(t, o)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			prefix := fmt.Sprintf("/registry/progress-once-%d/", rand.Int())
+			w := c.Watch(ctx, prefix+"quiet/", clientv3.WithPrefix(), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
+			if wr := <-w; !wr.Created {
+				t.Fatalf("first watch response %+v, want created", wr)
+			}
+			var took []time.Duration
+			for i := range 20 {
+				key := fmt.Sprintf("%sbusy/%d", prefix, i)
+				rev, err := casTxn(ctx, c, key, 0, clientv3.OpPut(key, "v"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t0 := time.Now()
+				if err := c.RequestProgress(ctx); err != nil {
+					t.Fatalf("progress request: %v", err)
+				}
+				deadline := time.After(time.Second)
+				for reached := false; !reached; {
+					select {
+					case wr := <-w:
+						if err := wr.Err(); err != nil {
+							t.Fatalf("watch: %v", err)
+						}
+						reached = wr.Header.Revision >= rev
+					case <-deadline:
+						t.Fatalf("try %d: no progress answer reached revision %d within 1 s of one request", i, rev)
+					}
+				}
+				took = append(took, time.Since(t0))
+			}
+			slices.Sort(took)
+			t.Logf("one progress request after a write elsewhere: median %s, p95 %s, max %s", took[len(took)/2], took[len(took)*95/100], took[len(took)-1])
+		})
+	}
+}
+
 // TestRefusesUnsafePostgresSettings gives the plane's database on the
 // shared PostgreSQL a serializable default isolation, under which kine's
 // writes fail, and expects a refusal naming the setting and the fix.

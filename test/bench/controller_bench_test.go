@@ -68,6 +68,11 @@ type raceResult struct {
 	// The controller's RSS once the members are joined, before any object
 	// exists, and its peak (VmHWM) after the no-op.
 	baseRSS, peakRSS float64
+	// baseAnon and baseFile split baseRSS into the process's own memory
+	// (RssAnon) and the pages of its binary and other files (RssFile,
+	// shared and reclaimable): most of a Go controller's baseline is its
+	// binary.
+	baseAnon, baseFile float64
 	// cpuTop and heapTop are `go tool pprof -top` of the controller's
 	// CPU over the convergence and its heap after it (cellfed only).
 	cpuTop, heapTop string
@@ -159,6 +164,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	defer plane.Stop(10 * time.Second)
 	defer ctrl.Stop(10 * time.Second)
 	res.baseRSS = procStatusMiB(b, pid, "VmRSS:")
+	res.baseAnon, res.baseFile = procStatusMiB(b, pid, "RssAnon:"), procStatusMiB(b, pid, "RssFile:")
 	cpu0, mcpu0 := cpuTime(b, pid), membersCPU(b, members)
 	w := startWatchers(b, members, configMaps, ns, (*unstructured.Unstructured).GetName)
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(b))

@@ -75,6 +75,8 @@ func (r raceResult) values() []raceValue {
 	add("member CPU (all kube-apiservers), convergence", "s", 1, r.memberConvCPU.Seconds())
 	add("member CPU (all kube-apiservers), whole race", "s", 1, r.memberCPU.Seconds())
 	add("controller RSS, members joined, no objects", "MiB", 0, r.baseRSS)
+	add("… of it anonymous (RssAnon: heap, stacks)", "MiB", 0, r.baseAnon)
+	add("… of it file pages (RssFile: the binary)", "MiB", 0, r.baseFile)
 	add("controller peak RSS", "MiB", 0, r.peakRSS)
 	add("controller RSS growth per (object × cell)", "KiB", 2, (r.peakRSS-r.baseRSS)*1024/cellsObjs)
 	add("controller RSS growth per (object × cell), after the no-op", "KiB", 2, (r.endRSS-r.baseRSS)*1024/cellsObjs)

@@ -35,9 +35,14 @@ type Health struct {
 
 // Member is one member API server reached with one access configuration.
 type Member struct {
-	key       string
-	opts      Options
-	Dynamic   dynamic.Interface
+	key     string
+	opts    Options
+	Dynamic dynamic.Interface
+	// Writes is Dynamic for creates and updates whose answer is read only
+	// for its metadata: the member answers them with a
+	// PartialObjectMetadata (metadata only), so neither side encodes or
+	// decodes the rest of the object.
+	Writes    dynamic.Interface
 	rest      rest.Interface
 	discovery discovery.ServerVersionInterface
 	onChange  func(*Member)
@@ -88,9 +93,9 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 			cfg.Dial, cfg.Proxy = dial, nil
 		}
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, writes, err := dynamicClients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("member client: %w", err)
+		return nil, err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -100,6 +105,7 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 		key:       key,
 		opts:      opts,
 		Dynamic:   dyn,
+		Writes:    writes,
 		rest:      disco.RESTClient(),
 		discovery: disco,
 		onChange:  onChange,
@@ -444,4 +450,38 @@ func StripManagedFields(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// dynamicClients are a member's Dynamic and Writes clients, on one set of
+// connections.
+func dynamicClients(cfg *rest.Config) (dyn, writes dynamic.Interface, err error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("member client: %w", err)
+	}
+	if dyn, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, nil, fmt.Errorf("member client: %w", err)
+	}
+	writes, err = dynamic.NewForConfigAndClient(cfg, &http.Client{
+		Transport: metadataAnswers{httpClient.Transport}, Timeout: httpClient.Timeout,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("member client: %w", err)
+	}
+	return dyn, writes, nil
+}
+
+// metadataAcceptHeader asks for a PartialObjectMetadata instead of the
+// object, and the object from a server that cannot transform it.
+const metadataAcceptHeader = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+// metadataAnswers asks for metadata-only answers to creates and updates.
+type metadataAnswers struct{ next http.RoundTripper }
+
+func (t metadataAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost || req.Method == http.MethodPut {
+		req = req.Clone(req.Context())
+		req.Header.Set("Accept", metadataAcceptHeader)
+	}
+	return t.next.RoundTrip(req)
 }

@@ -21,10 +21,20 @@ import (
 var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 func (c *Controller) memberResource(m *clusters.Member, namespace string) dynamic.ResourceInterface {
+	return c.resourceOf(m.Dynamic, m, namespace)
+}
+
+// memberWrites is memberResource for creates and updates: their answers
+// carry the member object's metadata only (objectVersion reads no more).
+func (c *Controller) memberWrites(m *clusters.Member, namespace string) dynamic.ResourceInterface {
+	return c.resourceOf(m.Writes, m, namespace)
+}
+
+func (c *Controller) resourceOf(d dynamic.Interface, m *clusters.Member, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
-		return instrumented{m.Dynamic.Resource(c.typ.Target), m.Key()}
+		return instrumented{d.Resource(c.typ.Target), m.Key()}
 	}
-	return instrumented{m.Dynamic.Resource(c.typ.Target).Namespace(namespace), m.Key()}
+	return instrumented{d.Resource(c.typ.Target).Namespace(namespace), m.Key()}
 }
 
 // ensure makes the member hold d: create it when absent, update it when
@@ -160,12 +170,12 @@ func (c *Controller) create(ctx context.Context, fed *unstructured.Unstructured,
 	if err := m.Acquire(ctx); err != nil {
 		return result{status: StatusCreationTimedOut, unknown: true, err: err}
 	}
-	created, err := c.memberResource(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
+	created, err := c.memberWrites(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) && ns != "" {
 		// The namespace is missing in the member: create it, marked as
 		// ours, and try again.
 		if err = c.createNamespace(ctx, m, ns); err == nil {
-			created, err = c.memberResource(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
+			created, err = c.memberWrites(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
 		}
 	}
 	m.Release()
@@ -206,7 +216,7 @@ func (c *Controller) update(ctx context.Context, m *clusters.Member, d desired, 
 	if err := m.Acquire(ctx); err != nil {
 		return result{status: StatusUpdateTimedOut, unknown: true, present: true, err: err}
 	}
-	updated, err := c.memberResource(m, obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+	updated, err := c.memberWrites(m, obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
 	m.Release()
 	if err != nil {
 		st := failStatus

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,13 +31,16 @@ import (
 // admin) for a real member kube-apiserver and its state in a Secret: it
 // registers, is approved and the member answers through the plane's hub.
 // Killed and started again in a new empty directory (a rescheduled pod),
-// it uses the same certificate from the Secret and registers nothing. An
-// identity that lacks one of the manifests' rights fails, naming it.
+// it uses the same certificate from the Secret and registers nothing; its
+// renewal updates the Secret. An identity that lacks one of the
+// manifests' rights fails, naming it.
 func TestAgentDeploymentIdentity(t *testing.T) {
 	t.Parallel()
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "127.0.0.1")
 	member := framework.StartMemberNoWait(t, "edge-sa")
-	f := startRegistrationPlane(t, tunnelArgs...)
+	// 30 s certificates: renewed 20 s after receipt, after the agent was
+	// rescheduled.
+	f := startRegistrationPlane(t, append(tunnelArgs, "--agent-cert-validity=30s")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := member.WaitReady(ctx); err != nil {
@@ -147,6 +152,32 @@ func TestAgentDeploymentIdentity(t *testing.T) {
 	if entries, err := os.ReadDir(workDir); err != nil || len(entries) != 0 {
 		t.Errorf("the rescheduled agent wrote to its working directory: %v %v", entries, err)
 	}
+
+	// Renewal updates the Secret: the new pair replaces the old, the
+	// pending key goes, and the member stays reachable.
+	eventually(t, "the renewed certificate in the state Secret", func() (bool, string) {
+		r := f.registration(t, "edge-sa")
+		sec, err := member.Client(t).CoreV1().Secrets("cellfed-agent").Get(ctx, "cellfed-agent-state", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ack := r.Annotations[registration.AnnotationAgentCertificate]
+		if ack == serial || !bytes.Equal(sec.Data["tls.crt"], r.Status.Certificate) || len(sec.Data["pending.key"]) != 0 {
+			return false, "acknowledged serial " + ack + ", Secret keys " + strings.Join(keys(sec.Data), ",") + "\n" + agent.Tail(5)
+		}
+		return true, ""
+	})
+	t.Logf("certificate renewed into the Secret %v after the agent was rescheduled", time.Since(restart).Round(time.Millisecond))
+	if !strings.Contains(agent.Log(), "Renewed the agent certificate") {
+		t.Errorf("the agent did not log its renewal:\n%s", agent.Tail(10))
+	}
+	eventually(t, "the member to answer through the renewed agent", func() (bool, string) {
+		_, err := via.Client(t).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 
 	// Identities lacking one right: the agent stops, naming it, and
 	// registers nothing.
@@ -269,10 +300,4 @@ func throughHub(t *testing.T, f *regFixture, member *framework.Server, cluster s
 	return &via
 }
 
-func keys(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
+func keys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }

@@ -38,9 +38,9 @@ func TestAgentDeploymentIdentity(t *testing.T) {
 	t.Parallel()
 	tunnelArgs, ports := framework.TunnelPlaneArgs(t, "127.0.0.1")
 	member := framework.StartMemberNoWait(t, "edge-sa")
-	// 30 s certificates: renewed 20 s after receipt, after the agent was
+	// 40 s certificates: renewed 27 s after receipt, after the agent was
 	// rescheduled.
-	f := startRegistrationPlane(t, append(tunnelArgs, "--agent-cert-validity=30s")...)
+	f := startRegistrationPlane(t, append(tunnelArgs, "--agent-cert-validity=40s")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := member.WaitReady(ctx); err != nil {
@@ -132,6 +132,12 @@ func TestAgentDeploymentIdentity(t *testing.T) {
 	if log := agent.Log(); !strings.Contains(log, "serial=\""+serial+"\"") || !strings.Contains(log, "state=\"--state-secret cellfed-agent/cellfed-agent-state\"") {
 		t.Errorf("the rescheduled agent does not use certificate %s from the Secret:\n%s", serial, agent.Tail(10))
 	}
+	again := f.registration(t, "edge-sa")
+	if again.UID != first.UID || !bytes.Equal(again.Spec.CSR, first.Spec.CSR) || !bytes.Equal(again.Status.Certificate, first.Status.Certificate) ||
+		again.Annotations[registration.AnnotationAgentCertificate] != serial {
+		t.Errorf("the rescheduled agent changed its registration: uid %s→%s, same CSR %v, same certificate %v, serial %s→%s", first.UID, again.UID,
+			bytes.Equal(again.Spec.CSR, first.Spec.CSR), bytes.Equal(again.Status.Certificate, first.Status.Certificate), serial, again.Annotations[registration.AnnotationAgentCertificate])
+	}
 	eventually(t, "the member to answer through the rescheduled agent", func() (bool, string) {
 		_, err := via.Client(t).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		if err != nil {
@@ -140,12 +146,6 @@ func TestAgentDeploymentIdentity(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("member reachable again %v after the agent was rescheduled", time.Since(restart).Round(time.Millisecond))
-	again := f.registration(t, "edge-sa")
-	if again.UID != first.UID || !bytes.Equal(again.Spec.CSR, first.Spec.CSR) || !bytes.Equal(again.Status.Certificate, first.Status.Certificate) ||
-		again.Annotations[registration.AnnotationAgentCertificate] != serial {
-		t.Errorf("the rescheduled agent changed its registration: uid %s→%s, same CSR %v, same certificate %v, serial %s→%s", first.UID, again.UID,
-			bytes.Equal(again.Spec.CSR, first.Spec.CSR), bytes.Equal(again.Status.Certificate, first.Status.Certificate), serial, again.Annotations[registration.AnnotationAgentCertificate])
-	}
 	if strings.Contains(agent.Log(), "Registered with the plane") {
 		t.Errorf("the rescheduled agent registered again")
 	}

@@ -642,6 +642,7 @@ func TestDeployServerDryRun(t *testing.T) {
 	// A server dry run cannot create the namespaces the rest goes in.
 	k.MustRun(t, "", "apply", "-f", filepath.Join(dir, "plane", "namespace.yaml"))
 	k.MustRun(t, "", "apply", "-f", filepath.Join(dir, "..", "agent", "namespace.yaml"))
+	k.MustRun(t, "", "create", "namespace", "kube-federation-system")
 	apply := func(dir string) (string, error) {
 		return k.Run(context.Background(), "", "--warnings-as-errors", "apply", "--dry-run=server", "--validate=strict", "-k", dir)
 	}
@@ -657,7 +658,10 @@ func TestDeployServerDryRun(t *testing.T) {
 		{filepath.Join(dir, "example-secrets"), []string{
 			"secret/cellfed-pki", "secret/cellfed-kms", "secret/cellfed-datastore", "secret/cellfed-controller-kubeconfig", "deployment.apps/cellfed-apiserver",
 		}},
-		{repoPath(t, "manifests", "deploy", "agent"), []string{"deployment.apps/cellfed-agent", "serviceaccount/cellfed-agent"}},
+		{repoPath(t, "manifests", "deploy", "agent"), []string{"deployment.apps/cellfed-agent", "serviceaccount/cellfed-agent",
+			"serviceaccount/cellfed-plane", "clusterrole.rbac.authorization.k8s.io/cellfed-plane", "clusterrolebinding.rbac.authorization.k8s.io/cellfed-plane",
+			"role.rbac.authorization.k8s.io/cellfed-agent", "rolebinding.rbac.authorization.k8s.io/cellfed-agent",
+			"clusterrole.rbac.authorization.k8s.io/cellfed-agent", "clusterrolebinding.rbac.authorization.k8s.io/cellfed-agent"}},
 	} {
 		out, err := apply(c.dir)
 		if err != nil {

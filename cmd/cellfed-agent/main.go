@@ -69,7 +69,7 @@ func newCommand() *cobra.Command {
 }
 
 // selfRegister, with --plane-kubeconfig, registers the cluster (or loads
-// the certificate kept in --state-dir) and hands the identity to the
+// the certificate kept in --state-dir or --state-secret) and hands the identity to the
 // tunnel; it returns the renewal loop. Without it the agent uses
 // --cert-file/--key-file.
 func selfRegister(ctx context.Context, o *agent.Options, reg *registration.AgentOptions) (func(context.Context) error, error) {
@@ -77,7 +77,7 @@ func selfRegister(ctx context.Context, o *agent.Options, reg *registration.Agent
 		return nil, nil
 	}
 	if o.CertFile != "" || o.KeyFile != "" {
-		return nil, errors.New("--plane-kubeconfig (self-registration) and --cert-file/--key-file exclude each other; registration keeps the certificate in --state-dir")
+		return nil, errors.New("--plane-kubeconfig (self-registration) and --cert-file/--key-file exclude each other; registration keeps the certificate in --state-dir or --state-secret")
 	}
 	reg.ClusterName = o.Cluster
 	member, err := o.RESTConfig()
@@ -91,7 +91,7 @@ func selfRegister(ctx context.Context, o *agent.Options, reg *registration.Agent
 	}
 	o.GetClientCertificate = id.GetClientCertificate
 	if o.HubCAFile == "" {
-		if o.HubCAFile, err = reg.PlaneCAFile(); err != nil {
+		if o.HubCA, err = reg.PlaneCA(); err != nil {
 			return nil, err
 		}
 	}

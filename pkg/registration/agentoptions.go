@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 )
@@ -27,8 +28,13 @@ type AgentOptions struct {
 	// BootstrapToken is needed only for the first registration;
 	// BootstrapTokenFile holds it instead.
 	BootstrapToken, BootstrapTokenFile string
-	// StateDir keeps the agent's key and certificate across restarts.
-	StateDir string
+	// StateDir keeps the agent's key and certificate across restarts in
+	// files; StateSecret ([<namespace>/]<name>) in a Secret of the member
+	// instead, so that a rescheduled pod keeps its identity. One of both.
+	StateDir, StateSecret string
+	// MemberServiceAccount names the plane's ServiceAccount, ClusterRole
+	// and ClusterRoleBinding in the member; empty means cellfed-<cluster>.
+	MemberServiceAccount string
 	// Member is the agent's admin access to its own cluster.
 	Member *rest.Config
 	// MemberEndpoint is the URL at which the agent reaches its API server
@@ -46,6 +52,9 @@ type AgentOptions struct {
 	RenewAfter float64
 	// RetryInterval spaces retries of a failed renewal.
 	RetryInterval time.Duration
+
+	// state is where the State is kept (openState).
+	state Store
 }
 
 // NewAgentOptions returns the defaults.
@@ -66,7 +75,9 @@ func (o *AgentOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PlaneKubeconfig, "plane-kubeconfig", o.PlaneKubeconfig, "Kubeconfig with the plane's address and CA (credentials in it are ignored); enables self-registration: the agent registers with --bootstrap-token, then uses and renews the certificate kept in --state-dir. `cellfedctl token create --agent-kubeconfig=<file>` writes one.")
 	fs.StringVar(&o.BootstrapToken, "bootstrap-token", o.BootstrapToken, "Single-use bootstrap token from `cellfedctl token create`; needed only until the registration is approved (prefer --bootstrap-token-file: command lines are visible to other users).")
 	fs.StringVar(&o.BootstrapTokenFile, "bootstrap-token-file", o.BootstrapTokenFile, "File holding the bootstrap token.")
-	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory where the agent keeps its key and certificate (0600) across restarts.")
+	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory where the agent keeps its key and certificate (0600) across restarts. Exclusive with --state-secret.")
+	fs.StringVar(&o.StateSecret, "state-secret", o.StateSecret, "Secret [<namespace>/]<name> of this cluster where the agent keeps its key and certificate, so that a rescheduled pod keeps its identity (the namespace defaults to the pod's: $POD_NAMESPACE, else its ServiceAccount's). Needs get, create and update on it. Exclusive with --state-dir.")
+	fs.StringVar(&o.MemberServiceAccount, "member-service-account", o.MemberServiceAccount, "Name of the plane's ServiceAccount in --member-namespace, and of its ClusterRole and ClusterRoleBinding (default: cellfed-<cluster>). The agent creates them when they are missing; manifests/agent creates them so the agent needs no right to grant rights.")
 	fs.StringVar(&o.MemberEndpoint, "member-endpoint", o.MemberEndpoint, "URL at which the agent reaches its API server, reported to the plane (default: the server of --kubeconfig).")
 	fs.StringVar(&o.MemberNamespace, "member-namespace", o.MemberNamespace, "Namespace of the plane's ServiceAccount in this cluster.")
 	fs.DurationVar(&o.MemberTokenTTL, "member-token-ttl", o.MemberTokenTTL, "Lifetime asked for the plane's member token (refreshed at every certificate renewal).")
@@ -75,22 +86,49 @@ func (o *AgentOptions) AddFlags(fs *pflag.FlagSet) {
 // Enabled reports whether self-registration is on.
 func (o *AgentOptions) Enabled() bool { return o.PlaneKubeconfig != "" }
 
-// PlaneCAFile writes the plane's CA from --plane-kubeconfig into the state
-// dir (it also verifies the tunnel hub, which serves the plane's
-// certificate) and returns its path.
-func (o *AgentOptions) PlaneCAFile() (string, error) {
+// PlaneCA returns the plane's CA from --plane-kubeconfig (it also
+// verifies the tunnel hub, which serves the plane's certificate).
+func (o *AgentOptions) PlaneCA() ([]byte, error) {
 	base, err := o.planeBase()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if base.CAFile != "" {
-		return base.CAFile, nil
+	if base.CAFile == "" {
+		return base.CAData, nil
 	}
-	path := filepath.Join(o.StateDir, "plane-ca.crt")
-	if err := writeFileAtomic(path, base.CAData); err != nil {
-		return "", err
+	b, err := os.ReadFile(base.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the plane's CA %s named in --plane-kubeconfig: %w", base.CAFile, err)
 	}
-	return path, nil
+	return b, nil
+}
+
+// openState opens the store the flags choose.
+func (o *AgentOptions) openState() error {
+	if o.state != nil {
+		return nil
+	}
+	if o.StateDir != "" {
+		s, err := NewDirStore(o.StateDir)
+		if err != nil {
+			return err
+		}
+		o.state = s
+		return nil
+	}
+	ns, name, err := ParseStateSecret(o.StateSecret, podNamespace())
+	if err != nil {
+		return err
+	}
+	if o.Member == nil {
+		return fmt.Errorf("--state-secret needs access to this cluster: pass --kubeconfig (or run in-cluster)")
+	}
+	c, err := kubernetes.NewForConfig(o.Member)
+	if err != nil {
+		return fmt.Errorf("client for the member: %w", err)
+	}
+	o.state = NewSecretStore(c, ns, name, o.ClusterName)
+	return nil
 }
 
 // Validate checks the options; errors name the agent's flags.
@@ -104,13 +142,23 @@ func (o *AgentOptions) Validate() error {
 	if o.PlaneKubeconfig == "" {
 		errs = append(errs, errors.New("--plane-kubeconfig is required: a kubeconfig with the plane's address and CA (`cellfedctl token create --agent-kubeconfig=<file>` writes one)"))
 	}
-	if o.StateDir == "" {
-		errs = append(errs, errors.New("--state-dir is required: where the agent keeps its key and certificate"))
+	switch {
+	case o.StateDir == "" && o.StateSecret == "":
+		errs = append(errs, errNoStore)
+	case o.StateDir != "" && o.StateSecret != "":
+		errs = append(errs, errors.New("pass --state-dir or --state-secret, not both"))
+	}
+	if o.MemberServiceAccount != "" && !isDNSSubdomain(o.MemberServiceAccount) {
+		errs = append(errs, fmt.Errorf("--member-service-account=%q is not a ServiceAccount name", o.MemberServiceAccount))
 	}
 	if o.BootstrapTokenFile != "" {
 		if o.BootstrapToken != "" {
 			errs = append(errs, errors.New("pass --bootstrap-token or --bootstrap-token-file, not both"))
-		} else if b, err := os.ReadFile(o.BootstrapTokenFile); err != nil {
+		} else if b, err := os.ReadFile(o.BootstrapTokenFile); errors.Is(err, os.ErrNotExist) {
+			// An optional Secret volume that is gone after approval: the
+			// stored certificate is used; without one Bootstrap says so.
+			klog.InfoS("No bootstrap token file; using the stored certificate", "path", o.BootstrapTokenFile)
+		} else if err != nil {
 			errs = append(errs, fmt.Errorf("reading --bootstrap-token-file: %w", err))
 		} else {
 			o.BootstrapToken = strings.TrimSpace(string(b))
@@ -135,10 +183,6 @@ func (o *AgentOptions) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// CertFile and KeyFile are where the current pair is kept.
-func (o *AgentOptions) CertFile() string { return filepath.Join(o.StateDir, certFile) }
-func (o *AgentOptions) KeyFile() string  { return filepath.Join(o.StateDir, keyFile) }
 
 // planeBase is the plane's address and CA from PlaneKubeconfig, without
 // credentials.

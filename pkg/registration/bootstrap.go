@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -29,19 +28,20 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating --state-dir %s: %w", o.StateDir, err)
+	if err := o.openState(); err != nil {
+		return nil, err
 	}
-	id, err := o.loadIdentity()
+	id, err := o.loadIdentity(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if id != nil {
-		klog.InfoS("Using the agent certificate from the state dir", "cluster", o.ClusterName, "notAfter", id.Leaf().NotAfter.UTC().Format(time.RFC3339))
+		klog.InfoS("Using the stored agent certificate", "cluster", o.ClusterName, "state", o.state.String(),
+			"serial", id.Leaf().SerialNumber.Text(16), "notAfter", id.Leaf().NotAfter.UTC().Format(time.RFC3339))
 		return id, nil
 	}
 	if o.BootstrapToken == "" {
-		return nil, fmt.Errorf("there is no valid agent certificate in --state-dir %s and no --bootstrap-token to register with; create a token with `cellfedctl token create --tenant=<tenant>` on the plane", o.StateDir)
+		return nil, fmt.Errorf("there is no valid agent certificate in %s and no bootstrap token to register with (--bootstrap-token, or a --bootstrap-token-file that exists); create a token with `cellfedctl token create --tenant=<tenant>` on the plane", o.state)
 	}
 	token, _ := ParseToken(o.BootstrapToken)
 	base, err := o.planeBase()
@@ -58,7 +58,7 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 	if err := checkToken(ctx, bootCfg); err != nil {
 		return nil, o.bootstrapError(err, token, "authenticating to the plane")
 	}
-	keyPEM, csrPEM, err := o.pendingKey()
+	keyPEM, csrPEM, err := o.pendingKey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +118,7 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 		return nil, err
 	}
 	id = &Identity{}
-	if err := id.set(certPEM, keyPEM, time.Now()); err != nil {
-		return nil, err
-	}
-	if err := o.store(certPEM, keyPEM); err != nil {
+	if err := o.keep(ctx, id, certPEM, keyPEM); err != nil {
 		return nil, err
 	}
 	if err := o.acknowledge(ctx, base, id); err != nil {
@@ -129,7 +126,8 @@ func Bootstrap(ctx context.Context, o *AgentOptions) (*Identity, error) {
 		// else depends on the acknowledgement.
 		klog.ErrorS(err, "Could not acknowledge the certificate to the plane", "cluster", o.ClusterName)
 	}
-	klog.InfoS("Registration approved; agent certificate stored", "cluster", o.ClusterName, "notAfter", id.Leaf().NotAfter.UTC().Format(time.RFC3339), "stateDir", o.StateDir)
+	klog.InfoS("Registration approved; agent certificate stored", "cluster", o.ClusterName, "serial", id.Leaf().SerialNumber.Text(16),
+		"notAfter", id.Leaf().NotAfter.UTC().Format(time.RFC3339), "state", o.state.String())
 	return id, nil
 }
 
@@ -154,4 +152,24 @@ func checkToken(ctx context.Context, cfg *rest.Config) error {
 	}
 	_, err = c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	return err
+}
+
+// keep stores the new pair, then switches id to it; when another agent
+// of this cluster stored a newer pair meanwhile, id switches to that one.
+func (o *AgentOptions) keep(ctx context.Context, id *Identity, certPEM, keyPEM []byte) error {
+	// The pair must be usable before it replaces the stored one.
+	if err := (&Identity{}).set(certPEM, keyPEM, time.Now()); err != nil {
+		return err
+	}
+	kept, err := o.store(ctx, certPEM, keyPEM, time.Now())
+	if err != nil {
+		return err
+	}
+	if string(kept.Cert) != string(certPEM) {
+		klog.InfoS("Another agent of this cluster stored a newer certificate; using it", "cluster", o.ClusterName, "state", o.state.String())
+	}
+	if kept.Since.IsZero() {
+		kept.Since = time.Now()
+	}
+	return id.set(kept.Cert, kept.Key, kept.Since)
 }

@@ -1,25 +1,16 @@
 package registration
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/cellfed/cellfed/pkg/pki"
-)
-
-// Files in the agent's state dir. The key files are 0600.
-const (
-	certFile       = "agent.crt"
-	keyFile        = "agent.key"
-	pendingKeyFile = "pending.key"
 )
 
 // Identity is the agent's current key and certificate; the tunnel reads
@@ -79,32 +70,31 @@ func (i *Identity) set(certPEM, keyPEM []byte, since time.Time) error {
 
 // loadIdentity returns the stored pair when it names this cluster and has
 // not expired, else nil.
-func (o *AgentOptions) loadIdentity() (*Identity, error) {
-	certPEM, err := os.ReadFile(o.CertFile())
-	if errors.Is(err, os.ErrNotExist) {
+func (o *AgentOptions) loadIdentity(ctx context.Context) (*Identity, error) {
+	st, err := o.state.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.Cert == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", o.CertFile(), err)
+	if st.Key == nil {
+		return nil, fmt.Errorf("%s holds a certificate without its key; delete the state to register again", o.state)
 	}
-	keyPEM, err := os.ReadFile(o.KeyFile())
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w; delete %s to register again", o.KeyFile(), err, o.CertFile())
-	}
-	since := time.Now()
-	if st, err := os.Stat(o.CertFile()); err == nil {
-		since = st.ModTime()
+	since := st.Since
+	if since.IsZero() {
+		since = time.Now()
 	}
 	id := &Identity{}
-	if err := id.set(certPEM, keyPEM, since); err != nil {
-		return nil, fmt.Errorf("%s and %s: %w; delete both to register again", o.CertFile(), o.KeyFile(), err)
+	if err := id.set(st.Cert, st.Key, since); err != nil {
+		return nil, fmt.Errorf("%s: %w; delete the state to register again", o.state, err)
 	}
 	cluster, err := pki.ClusterFromAgentCert(id.Leaf())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w; delete it and %s to register again", o.CertFile(), err, o.KeyFile())
+		return nil, fmt.Errorf("the certificate in %s: %w; delete the state to register again", o.state, err)
 	}
 	if cluster != o.ClusterName {
-		return nil, fmt.Errorf("the certificate in --state-dir %s is for cluster %s, not --cluster=%s; use another --state-dir, or the same name", o.StateDir, cluster, o.ClusterName)
+		return nil, fmt.Errorf("the certificate in %s is for cluster %s, not --cluster=%s; use another state, or the same name", o.state, cluster, o.ClusterName)
 	}
 	if time.Now().After(id.Leaf().NotAfter) {
 		klog.InfoS("The stored agent certificate has expired; registering again", "cluster", o.ClusterName, "notAfter", id.Leaf().NotAfter.UTC().Format(time.RFC3339))
@@ -114,47 +104,36 @@ func (o *AgentOptions) loadIdentity() (*Identity, error) {
 }
 
 // pendingKey returns the key and request for the next certificate: kept
-// in the state dir so a restart while waiting reuses them.
-func (o *AgentOptions) pendingKey() (keyPEM, csrPEM []byte, err error) {
-	path := filepath.Join(o.StateDir, pendingKeyFile)
-	if keyPEM, err = os.ReadFile(path); err == nil {
-		csrPEM, err = pki.AgentCSRForKey(keyPEM, o.ClusterName)
-		if err == nil {
-			return keyPEM, csrPEM, nil
-		}
-		klog.InfoS("Replacing an unusable pending key", "path", path, "err", err)
-	}
-	keyPEM, csrPEM, err = pki.NewAgentKeyAndCSR(o.ClusterName)
+// in the state so a restart while waiting reuses them.
+func (o *AgentOptions) pendingKey(ctx context.Context) (keyPEM, csrPEM []byte, err error) {
+	st, err := o.state.Load(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := writeFileAtomic(path, keyPEM); err != nil {
+	if st.PendingKey != nil {
+		csrPEM, err = pki.AgentCSRForKey(st.PendingKey, o.ClusterName)
+		if err == nil {
+			return st.PendingKey, csrPEM, nil
+		}
+		klog.InfoS("Replacing an unusable pending key", "state", o.state.String(), "err", err)
+	}
+	if st.PendingKey, _, err = pki.NewAgentKeyAndCSR(o.ClusterName); err != nil {
 		return nil, nil, err
 	}
-	return keyPEM, csrPEM, nil
+	// Another agent of this cluster may have stored its pending key
+	// meanwhile: use the one kept.
+	kept, err := o.state.Save(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	if csrPEM, err = pki.AgentCSRForKey(kept.PendingKey, o.ClusterName); err != nil {
+		return nil, nil, fmt.Errorf("the pending key in %s: %w", o.state, err)
+	}
+	return kept.PendingKey, csrPEM, nil
 }
 
-// store writes the new pair and drops the pending key.
-func (o *AgentOptions) store(certPEM, keyPEM []byte) error {
-	if err := writeFileAtomic(o.KeyFile(), keyPEM); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(o.CertFile(), certPEM); err != nil {
-		return err
-	}
-	if err := os.Remove(filepath.Join(o.StateDir, pendingKeyFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing the pending key: %w", err)
-	}
-	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	return nil
+// store keeps the new pair and drops the pending key; it returns the
+// pair kept, another agent's when it stored a newer one meanwhile.
+func (o *AgentOptions) store(ctx context.Context, certPEM, keyPEM []byte, since time.Time) (State, error) {
+	return o.state.Save(ctx, State{Cert: certPEM, Key: keyPEM, Since: since})
 }

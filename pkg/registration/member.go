@@ -19,7 +19,12 @@ import (
 
 // memberAccessName names the plane's ServiceAccount, ClusterRole and
 // ClusterRoleBinding in the member.
-func (o *AgentOptions) memberAccessName() string { return "cellfed-" + o.ClusterName }
+func (o *AgentOptions) memberAccessName() string {
+	if o.MemberServiceAccount != "" {
+		return o.MemberServiceAccount
+	}
+	return "cellfed-" + o.ClusterName
+}
 
 // memberSpec prepares the member: the plane's ServiceAccount and RBAC,
 // a token for it, and what the registration reports.
@@ -56,7 +61,7 @@ func (o *AgentOptions) memberSpec(ctx context.Context, csrPEM []byte) (*cellv1al
 	}
 	wrap := func(err error, doing string) error {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return fmt.Errorf("%s: %w; the agent's --kubeconfig needs admin rights in the member (it grants the plane every verb on every resource)", doing, err)
+			return fmt.Errorf("%s: %w; the agent's identity in the member lacks that right: grant it as manifests/agent/rbac.yaml does (with the plane's ServiceAccount, ClusterRole and binding made beforehand), or run the agent as an admin (it then creates them)", doing, err)
 		}
 		return fmt.Errorf("%s: %w", doing, err)
 	}
@@ -82,6 +87,9 @@ func (o *AgentOptions) memberSpec(ctx context.Context, csrPEM []byte) (*cellv1al
 func (o *AgentOptions) memberToken(ctx context.Context, member kubernetes.Interface, sa string, ca []byte) (string, error) {
 	token, expiry, err := memberaccess.MintToken(ctx, member, o.MemberNamespace, sa, o.MemberTokenTTL)
 	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s in the member: %w; the agent's identity needs create on serviceaccounts/token %s in namespace %s (manifests/agent/rbac.yaml grants it)", o.MemberNamespace, sa, err, sa, o.MemberNamespace)
+		}
 		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s in the member: %w", o.MemberNamespace, sa, err)
 	}
 	cfg := &rest.Config{Host: o.Member.Host, TLSClientConfig: rest.TLSClientConfig{CAData: ca, ServerName: o.Member.ServerName}, BearerToken: token, Timeout: 10 * time.Second}

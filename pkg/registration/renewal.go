@@ -79,7 +79,7 @@ func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Ide
 	if Phase(reg.Status.Conditions) == cellv1alpha1.RegistrationRevoked {
 		return fmt.Errorf("%w: the registration of cluster %s was revoked (%s); the agent stops renewing", errRevoked, o.ClusterName, decisionMessage(reg))
 	}
-	keyPEM, csrPEM, err := o.pendingKey()
+	keyPEM, csrPEM, err := o.pendingKey(ctx)
 	if err != nil {
 		return err
 	}
@@ -109,10 +109,7 @@ func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Ide
 	if err != nil {
 		return err
 	}
-	if err := o.store(certPEM, keyPEM); err != nil {
-		return err
-	}
-	if err := id.set(certPEM, keyPEM, time.Now()); err != nil {
+	if err := o.keep(ctx, id, certPEM, keyPEM); err != nil {
 		return err
 	}
 	if err := o.acknowledge(ctx, base, id); err != nil {

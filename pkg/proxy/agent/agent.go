@@ -78,13 +78,17 @@ func (a *Agent) Connected() int {
 // Run connects to the hub and serves until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	o := a.opts
-	roots, err := os.ReadFile(o.HubCAFile)
-	if err != nil {
-		return fmt.Errorf("reading --hub-ca-file: %w", err)
+	roots, what := o.HubCA, "the plane's CA"
+	if len(roots) == 0 {
+		var err error
+		if roots, err = os.ReadFile(o.HubCAFile); err != nil {
+			return fmt.Errorf("reading --hub-ca-file: %w", err)
+		}
+		what = "--hub-ca-file " + o.HubCAFile
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(roots) {
-		return fmt.Errorf("--hub-ca-file %s holds no PEM certificate", o.HubCAFile)
+		return fmt.Errorf("%s holds no PEM certificate", what)
 	}
 	getCert := o.GetClientCertificate
 	if getCert == nil {

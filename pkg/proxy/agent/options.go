@@ -27,6 +27,8 @@ type Options struct {
 	HubServerName string
 	// HubCAFile verifies the hub's certificate (the plane's CA).
 	HubCAFile string
+	// HubCA, when set, is the CA bundle (PEM) instead of HubCAFile.
+	HubCA []byte
 	// CertFile and KeyFile are the agent's client certificate, read again
 	// whenever they change (renewal replaces them).
 	CertFile, KeyFile string
@@ -101,7 +103,7 @@ func (o *Options) Validate() error {
 	if _, _, err := net.SplitHostPort(o.HubAddress); err != nil {
 		errs = append(errs, fmt.Errorf("--hub-address %q is not host:port", o.HubAddress))
 	}
-	if o.HubCAFile == "" {
+	if o.HubCAFile == "" && len(o.HubCA) == 0 {
 		errs = append(errs, errors.New("--hub-ca-file is required"))
 	}
 	if o.GetClientCertificate == nil && (o.CertFile == "" || o.KeyFile == "") {

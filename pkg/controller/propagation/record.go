@@ -10,12 +10,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
@@ -76,8 +78,10 @@ type versionStore struct {
 	prefix string
 	// typeName labels the plane writes and owns the records in index.
 	typeName string
-	// inStatus: the records live in the federated objects' status.
-	inStatus bool
+	// inStatus: the records live in the federated objects' status. It
+	// turns false for good when the type's CRD drops status.record (a
+	// CRD built before it, kept until `cellfedctl enable` rewrites it).
+	inStatus atomic.Bool
 	// index is the process's index of records by cluster (cell counts).
 	index *informers.Records
 
@@ -90,8 +94,17 @@ func newVersionStore(plane dynamic.Interface, t *Type, objs *objects, index *inf
 	if t.Namespaced {
 		gvr = kubefed.PropagatedVersionsResource
 	}
-	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, objs: objs,
-		inStatus: t.Stored.Version == typesv1b2.Version, index: index}
+	s := &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, objs: objs, index: index}
+	s.inStatus.Store(t.Stored.Version == typesv1b2.Version)
+	return s
+}
+
+// statusDropsRecords: a status write came back without the record it
+// carried. The records are stored as PropagatedVersions from now on.
+func (s *versionStore) statusDropsRecords(ctx context.Context) {
+	if s.inStatus.Swap(false) {
+		klog.FromContext(ctx).Info("The federated type's CRD drops status.record (built before it): storing propagation records as PropagatedVersions; run `cellfedctl enable` for the type to rewrite its CRD", "type", s.typeName)
+	}
 }
 
 // load reads every stored record of the type once, at start (not the
@@ -158,7 +171,7 @@ func (s *versionStore) get(key string, stored *unstructured.Unstructured) (out *
 	if out != nil {
 		return out
 	}
-	if s.inStatus && stored != nil {
+	if s.inStatus.Load() && stored != nil {
 		if v, ok := propagatedversion.InStatus(stored.Object); ok {
 			r := newRecord(v.TemplateVersion, v.OverridesVersion)
 			r.clusters = v.Clusters
@@ -194,7 +207,7 @@ func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
 // stored is not written at all.
 func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.Unstructured, next *propagated) error {
 	cur := s.get(key, nil)
-	if s.inStatus {
+	if s.inStatus.Load() {
 		if cur.sameContent(next) {
 			return nil
 		}
@@ -267,7 +280,7 @@ func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.U
 // inStatusRecord is the record writeStatus is to write into the status of
 // key's object stored, and whether the type keeps records there.
 func (s *versionStore) inStatusRecord(key string, stored *unstructured.Unstructured) (propagatedversion.Versions, bool) {
-	if s == nil || !s.inStatus {
+	if s == nil || !s.inStatus.Load() {
 		return propagatedversion.Versions{}, false
 	}
 	r := s.get(key, stored)
@@ -279,7 +292,7 @@ func (s *versionStore) inStatusRecord(key string, stored *unstructured.Unstructu
 // from then on the plane serves the record from the status. A record
 // kept as a stored object is never superseded.
 func (s *versionStore) superseded(ctx context.Context, key string, fed *unstructured.Unstructured, written propagatedversion.Versions) error {
-	if s == nil || !s.inStatus {
+	if s == nil || !s.inStatus.Load() {
 		return nil
 	}
 	cur := s.get(key, nil)

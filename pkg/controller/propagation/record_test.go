@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
@@ -164,5 +166,54 @@ func TestRecordsIndex(t *testing.T) {
 	none.Set("x", "y", []string{"z"})
 	if none.Keys("z").Len() != 0 {
 		t.Error("a nil index keeps records")
+	}
+}
+
+// TestRecordDroppedByAnOldCRD checks that a type whose CRD drops
+// status.record (built before it) keeps its records as stored
+// PropagatedVersions once a status write comes back without the record.
+func TestRecordDroppedByAnOldCRD(t *testing.T) {
+	rep := report{clusters: []typesv1b1.ClusterStatus{{Name: "m0", Status: StatusOK, Generation: 2}}, placed: sets.New("m0")}
+	stored := fedWithStatus(t, nil)
+	if err := conversion.Convert(stored.Object, "types.kubefed.io/v1beta2"); err != nil {
+		t.Fatal(err)
+	}
+	plane := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{kubefed.PropagatedVersionsResource: "PropagatedVersionList"}, stored.DeepCopy())
+	plane.PrependReactor("update", "federateddeployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		unstructured.RemoveNestedField(obj.Object, "status", "record")
+		return true, obj, nil
+	})
+	c := &Controller{typ: deploymentType, policy: PolicyFor(deploymentType), env: Env{Plane: plane}, objs: newObjects(),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	defer c.queue.ShutDown()
+	c.records = newVersionStore(plane, deploymentType, c.objs, nil)
+	key := "ns1/web"
+	next := newRecord("t1", "o1")
+	next.clusters["m0"] = "gen:1"
+	if err := c.records.save(context.Background(), key, stored, next); err != nil {
+		t.Fatal(err)
+	}
+	fed, err := c.view(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writeStatus(context.Background(), stored, fed, rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.records.inStatusRecord(key, stored); ok {
+		t.Fatal("records still kept in the status after the CRD dropped one")
+	}
+	plane.ClearActions()
+	if err := c.records.save(context.Background(), key, fed, next); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range plane.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+	}
+	if want := []string{"create propagatedversions/", "update propagatedversions/status"}; !slices.Equal(got, want) {
+		t.Errorf("plane actions %v, want %v", got, want)
 	}
 }

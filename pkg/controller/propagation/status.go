@@ -96,13 +96,20 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 		content["record"] = rc
 	}
 	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	rv, err := c.updateStatus(ctx, stored, content)
+	updated, err := c.updateStatus(ctx, stored, content)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	if _, kept := propagatedversion.InStatus(updated.Object); inStatus && !rec.Empty() && !kept {
+		// The type's CRD predates status.record and drops it: keep
+		// the records as stored PropagatedVersions instead.
+		c.records.statusDropsRecords(ctx)
+		c.queue.Add(key)
+	}
+	rv := updated.GetResourceVersion()
 	c.objs.update(key, func(st *state) { st.statusRV = rv })
 	c.statusWrites.wrote(fed)
 	c.written.set(key, fed.GetResourceVersion(), next, rec)

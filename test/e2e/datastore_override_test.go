@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,8 +12,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
@@ -108,6 +112,36 @@ func TestDatastoreOverride(t *testing.T) {
 					t.Errorf("leases in their own database %v, want the core controllers' lease", got)
 				}
 			}
+
+			// Each cell counts the objects whose record lists its
+			// cluster: records kept in the federated status, served as
+			// views.
+			checkCellCounts := func(t *testing.T) {
+				for _, cell := range []string{"rz00a", "rz10a"} {
+					eventually(t, "cell "+cell+" counts the records listing it", func() (bool, string) {
+						l, err := f.dyn.Resource(kubefed.PropagatedVersionsResource).Namespace("shop").List(ctx, metav1.ListOptions{})
+						if err != nil {
+							return false, err.Error()
+						}
+						want := 0
+						for _, pv := range l.Items {
+							if slices.Contains(slices.Collect(maps.Keys(propagatedversion.OfStored(&pv).Clusters)), "shop."+cell) {
+								want++
+							}
+						}
+						c, err := f.dyn.Resource(cellv1alpha1.CellsResource).Namespace("shop").Get(ctx, cell, metav1.GetOptions{})
+						if err != nil {
+							return false, err.Error()
+						}
+						got, _, _ := unstructured.NestedInt64(c.Object, "status", "objects")
+						if cell == "rz00a" && want < releases {
+							return false, fmt.Sprintf("%d records list %s, want at least %d", want, cell, releases)
+						}
+						return got == int64(want), fmt.Sprintf("status.objects %d, %d records list it", got, want)
+					})
+				}
+			}
+			checkCellCounts(t)
 
 			before := wantRecords(t)
 			checkRows(t, before)

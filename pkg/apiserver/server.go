@@ -138,9 +138,17 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("reading the plane's CA: %w", err)
 	}
-	server, authz, err := newServerChain(completed, self, o.ClientCertCache, overrides)
+	server, authz, native, err := newServerChain(completed, self, o.ClientCertCache, overrides)
 	if err != nil {
 		return err
+	}
+	// PropagatedVersions: the stored ones merged with views of the
+	// records kept in federated objects' status, behind the plane's
+	// filters (RBAC on propagatedversions applies to both).
+	views := &recordViews{next: native, fedNamespace: o.FederationNamespace}
+	views.install(server.GenericAPIServer.Handler.NonGoRestfulMux)
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-record-views", views.start); err != nil {
+		return fmt.Errorf("adding record views hook: %w", err)
 	}
 	if hub != nil {
 		// A hub whose agent listener failed leaves tunnelled members
@@ -279,7 +287,9 @@ func checkOverrideIdentity(ctx context.Context, ov storage.OverrideBackend, f pk
 
 // newServerChain builds apiextensions → native (generic control plane) →
 // aggregator, the same delegation chain kube-apiserver uses.
-func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCache certcache.Options, overrides []storage.OverrideBackend) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, error) {
+// It also returns the native server's handler without filters, which
+// serves what the aggregator hands on to it.
+func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCache certcache.Options, overrides []storage.OverrideBackend) (*aggregatorapiserver.APIAggregator, authorizer.Authorizer, http.Handler, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
@@ -287,7 +297,7 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 		generatedopenapi.GetOpenAPIDefinitions,
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building server config: %w", err)
+		return nil, nil, nil, fmt.Errorf("building server config: %w", err)
 	}
 	// Verified client certificate chains are reused for a short while
 	// (package certcache): before the three servers copy the config.
@@ -301,7 +311,7 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 	serviceResolver := webhook.NewDefaultServiceResolver()
 	native, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building control-plane config: %w", err)
+		return nil, nil, nil, fmt.Errorf("building control-plane config: %w", err)
 	}
 	authInfoResolver := selfCallingResolver(selfHostPort, native.Generic.LoopbackClientConfig,
 		webhook.NewDefaultAuthenticationInfoResolverWrapper(native.ProxyTransport, native.Generic.EgressSelector, native.Generic.LoopbackClientConfig, native.Generic.TracerProvider))
@@ -311,11 +321,11 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 	// once their informers see it.
 	extConfig, err := controlplaneapiserver.CreateAPIExtensionsConfig(*native.Generic, native.VersionedInformers, pluginInitializer, opts, 1, serviceResolver, authInfoResolver)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building apiextensions config: %w", err)
+		return nil, nil, nil, fmt.Errorf("building apiextensions config: %w", err)
 	}
 	aggConfig, err := controlplaneapiserver.CreateAggregatorConfig(*native.Generic, opts, native.VersionedInformers, serviceResolver, native.ProxyTransport, native.Extra.PeerProxy, pluginInitializer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building aggregator config: %w", err)
+		return nil, nil, nil, fmt.Errorf("building aggregator config: %w", err)
 	}
 	extConfig.ExtraConfig.CRDRESTOptionsGetter = newOverrideGetter(extConfig.ExtraConfig.CRDRESTOptionsGetter, overrides)
 	// No Services in this plane: APIServices can only be local.
@@ -328,31 +338,31 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 	notFound := notfoundhandler.New(nativeCompleted.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	extServer, err := extCompleted.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFound))
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating apiextensions server: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating apiextensions server: %w", err)
 	}
 	crdAPIEnabled := extCompleted.GenericConfig.MergedResourceConfig.ResourceEnabled(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
 
 	nativeServer, err := nativeCompleted.New("cellfed-apiserver", extServer.GenericAPIServer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating control-plane server: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating control-plane server: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(nativeCompleted.Generic.LoopbackClientConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating loopback client: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating loopback client: %w", err)
 	}
 	providers, err := nativeCompleted.GenericStorageProviders(client.Discovery())
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating storage providers: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating storage providers: %w", err)
 	}
 	if err := nativeServer.InstallAPIs(providers...); err != nil {
-		return nil, nil, fmt.Errorf("installing APIs: %w", err)
+		return nil, nil, nil, fmt.Errorf("installing APIs: %w", err)
 	}
 	agg, err := controlplaneapiserver.CreateAggregatorServer(aggCompleted, nativeServer.GenericAPIServer,
 		extServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, controlplaneapiserver.DefaultGenericAPIServicePriorities())
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating aggregator: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating aggregator: %w", err)
 	}
-	return agg, native.Generic.Authorization.Authorizer, nil
+	return agg, native.Generic.Authorization.Authorizer, nativeServer.GenericAPIServer.UnprotectedHandler(), nil
 }
 
 // startTunnelHub creates the agent CA (also when the hub runs apart, as

@@ -315,6 +315,14 @@ func v1beta2Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 			"released":           str(),
 			"propagated":         str(),
 			"ready":              str(),
+			"record": object(map[string]apiextensionsv1.JSONSchemaProps{
+				"templateVersion":  str(),
+				"overridesVersion": str(),
+				"clusterVersions": array(object(map[string]apiextensionsv1.JSONSchemaProps{
+					"clusterName": str(),
+					"version":     str(),
+				}, "clusterName", "version")),
+			}, "templateVersion", "overridesVersion"),
 		}),
 	)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,30 +12,35 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
 const (
-	pvPrefix    = "/registry/core.kubefed.io/propagatedversions/"
+	fedCMPrefix = "/registry/types.kubefed.io/federatedconfigmaps/"
 	leasePrefix = "/registry/leases/"
 )
 
-// TestDatastoreOverride splits the propagation records
-// (core.kubefed.io/propagatedversions, a CRD) and the Leases (built in)
-// off the plane's SQLite onto databases of their own with
+// TestDatastoreOverride splits the FederatedConfigMaps
+// (types.kubefed.io/federatedconfigmaps, a CRD: each release's one plane
+// write, its status with the propagation record) and the Leases (built
+// in) off the plane's SQLite onto databases of their own with
 // --datastore-override, runs releases, and reads the databases directly:
-// every propagation record and lease is in its own database, none in the
-// main one, and the API serves exactly what is there, before and after a
-// restart. The propagation records' database is SQLite or MariaDB.
+// every federated object and lease is in its own database, none in the
+// main one, and the API serves exactly what is there (and a propagation
+// record for each), before and after a restart. The federated objects'
+// database is SQLite or MariaDB.
 func TestDatastoreOverride(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"sqlite", "mariadb"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			pvDir := filepath.Join(dir, "propagatedversions")
+			pvDir := filepath.Join(dir, "federatedconfigmaps")
 			pvEndpoint := "sqlite://" + filepath.Join(pvDir, "db", "state.db")
 			pvRaw := "" // OpenRawDatabase: the SQLite file in pvDir
 			if backend == "mariadb" {
@@ -43,7 +49,7 @@ func TestDatastoreOverride(t *testing.T) {
 			}
 			leaseDir := filepath.Join(dir, "leases")
 			plane := framework.PlaneOptions{Args: []string{
-				"--datastore-override=core.kubefed.io/propagatedversions=" + pvEndpoint,
+				"--datastore-override=types.kubefed.io/federatedconfigmaps=" + pvEndpoint,
 				"--datastore-override=coordination.k8s.io/leases=sqlite://" + filepath.Join(leaseDir, "db", "state.db"),
 			}}
 			f := startFederationWith(t, 2, plane)
@@ -80,8 +86,8 @@ func TestDatastoreOverride(t *testing.T) {
 					}
 					names = names[:0]
 					for _, pv := range l.Items {
-						if strings.HasPrefix(pv.GetName(), "configmap-split-") {
-							names = append(names, "shop/"+pv.GetName())
+						if name, ok := strings.CutPrefix(pv.GetName(), "configmap-"); ok && strings.HasPrefix(name, "split-") {
+							names = append(names, "shop/"+name)
 						}
 					}
 					return len(names) == releases, strings.Join(names, " ")
@@ -91,21 +97,51 @@ func TestDatastoreOverride(t *testing.T) {
 			}
 			checkRows := func(t *testing.T, apiNames []string) {
 				mainDB := framework.OpenRawDatabase(t, f.plane.DataDir, "")
-				if rows := framework.RawRows(t, mainDB, pvPrefix); len(rows) != 0 {
-					t.Errorf("the main database holds %d propagation-record rows (first %s), want none", len(rows), rows[0].Name)
+				if rows := framework.RawRows(t, mainDB, fedCMPrefix); len(rows) != 0 {
+					t.Errorf("the main database holds %d FederatedConfigMap rows (first %s), want none", len(rows), rows[0].Name)
 				}
 				if rows := framework.RawRows(t, mainDB, leasePrefix); len(rows) != 0 {
 					t.Errorf("the main database holds %d lease rows (first %s), want none", len(rows), rows[0].Name)
 				}
 				pvDB := framework.OpenRawDatabase(t, pvDir, pvRaw)
-				if got := liveNames(t, pvDB, pvPrefix, "configmap-split-"); !slices.Equal(got, apiNames) {
-					t.Errorf("propagation records in their own database %v, the API serves %v", got, apiNames)
+				if got := liveNames(t, pvDB, fedCMPrefix, "split-"); !slices.Equal(got, apiNames) {
+					t.Errorf("FederatedConfigMaps in their own database %v, the API serves records of %v", got, apiNames)
 				}
 				leaseDB := framework.OpenRawDatabase(t, leaseDir, "")
 				if got := liveNames(t, leaseDB, leasePrefix, ""); !slices.Contains(got, "kube-system/cellfed-core-controllers") {
 					t.Errorf("leases in their own database %v, want the core controllers' lease", got)
 				}
 			}
+
+			// Each cell counts the objects whose record lists its
+			// cluster: records kept in the federated status, served as
+			// views.
+			checkCellCounts := func(t *testing.T) {
+				for _, cell := range []string{"rz00a", "rz10a"} {
+					eventually(t, "cell "+cell+" counts the records listing it", func() (bool, string) {
+						l, err := f.dyn.Resource(kubefed.PropagatedVersionsResource).Namespace("shop").List(ctx, metav1.ListOptions{})
+						if err != nil {
+							return false, err.Error()
+						}
+						want := 0
+						for _, pv := range l.Items {
+							if slices.Contains(slices.Collect(maps.Keys(propagatedversion.OfStored(&pv).Clusters)), "shop."+cell) {
+								want++
+							}
+						}
+						c, err := f.dyn.Resource(cellv1alpha1.CellsResource).Namespace("shop").Get(ctx, cell, metav1.GetOptions{})
+						if err != nil {
+							return false, err.Error()
+						}
+						got, _, _ := unstructured.NestedInt64(c.Object, "status", "objects")
+						if cell == "rz00a" && want < releases {
+							return false, fmt.Sprintf("%d records list %s, want at least %d", want, cell, releases)
+						}
+						return got == int64(want), fmt.Sprintf("status.objects %d, %d records list it", got, want)
+					})
+				}
+			}
+			checkCellCounts(t)
 
 			before := wantRecords(t)
 			checkRows(t, before)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
@@ -184,6 +185,47 @@ spec:
 			})
 		}
 		waitClusterStatus(t, f.dyn, fedClusterRoleV1, "", "reader", []string{"member-0=OK", "member-1=OK"}, "True", "")
+	})
+
+	t.Run("kubectl shows each record as KubeFed's PropagatedVersion, a view of the federated status", func(t *testing.T) {
+		// The table kubectl prints, namespaced and cluster-scoped.
+		out := f.kubectl.MustRun(t, "", "get", "propagatedversions", "-n", "plain")
+		if !strings.Contains(out, "configmap-everywhere") || !strings.Contains(out, "AGE") {
+			t.Errorf("kubectl get propagatedversions -n plain:\n%s\nwant a row configmap-everywhere", out)
+		}
+		out = f.kubectl.MustRun(t, "", "get", "clusterpropagatedversions", "clusterrole-reader")
+		if !strings.Contains(out, "clusterrole-reader") {
+			t.Errorf("kubectl get clusterpropagatedversions clusterrole-reader:\n%s", out)
+		}
+		// The record in KubeFed's format, owned by the federated object
+		// as KubeFed's controller owns it, marked as a view.
+		var pv unstructured.Unstructured
+		if err := pv.UnmarshalJSON([]byte(f.kubectl.MustRun(t, "", "get", "propagatedversions", "-n", "plain", "configmap-everywhere", "-o", "json"))); err != nil {
+			t.Fatal(err)
+		}
+		if got := pv.GetLabels()[propagatedversion.ViewLabel]; got != propagatedversion.ViewFromStatus {
+			t.Errorf("label %s = %q, want %q", propagatedversion.ViewLabel, got, propagatedversion.ViewFromStatus)
+		}
+		owners := pv.GetOwnerReferences()
+		if len(owners) != 1 || owners[0].APIVersion != "types.kubefed.io/v1beta1" || owners[0].Kind != "FederatedConfigMap" || owners[0].Name != "everywhere" || owners[0].UID == "" {
+			t.Errorf("ownerReferences %+v, want the FederatedConfigMap everywhere in v1beta1", owners)
+		}
+		// It is the status record of the v1beta2 object, which v1beta1
+		// readers (KubeFed) do not see.
+		tv, _, _ := unstructured.NestedString(pv.Object, "status", "templateVersion")
+		if got := f.kubectl.MustRun(t, "", "get", "federatedconfigmaps.v1beta2.types.kubefed.io", "-n", "plain", "everywhere", "-o", "jsonpath={.status.record.templateVersion}"); got != tv {
+			t.Errorf("v1beta2 status.record.templateVersion %q, the PropagatedVersion's %q", got, tv)
+		}
+		if got := f.kubectl.MustRun(t, "", "get", "federatedconfigmaps.v1beta1.types.kubefed.io", "-n", "plain", "everywhere", "-o", "jsonpath={.status.record}"); got != "" {
+			t.Errorf("v1beta1 shows status.record %s, want none", got)
+		}
+		// Nothing is stored for it: the record cost no write of its own.
+		if got := f.kubectl.MustRun(t, "", "get", "propagatedversions", "-A", "-l", propagatedversion.StoredOnly, "-o", "name"); strings.TrimSpace(got) != "" {
+			t.Errorf("stored PropagatedVersions: %s, want none", got)
+		}
+		if got := f.kubectl.MustRun(t, "", "get", "clusterpropagatedversions", "-l", propagatedversion.StoredOnly, "-o", "name"); strings.TrimSpace(got) != "" {
+			t.Errorf("stored ClusterPropagatedVersions: %s, want none", got)
+		}
 	})
 
 	t.Run("an update changes the template version and each member's recorded version", func(t *testing.T) {

@@ -50,13 +50,13 @@ type Controller struct {
 	cells      cache.SharedIndexInformer
 	kfcs       cache.SharedIndexInformer
 	namespaces cache.SharedIndexInformer
-	// versions are the PropagatedVersions, indexed by the clusters they
-	// list, for each cell's count of objects.
+	// versions are the stored PropagatedVersions (KubeFed's controller
+	// writes them), indexed by the clusters they list, and records the
+	// propagation records cellfed-controller keeps in federated objects'
+	// status: a cell's count of objects is the union of both.
 	versions cache.SharedIndexInformer
+	records  *informers.Records
 }
-
-// kubefed.PropagatedVersionsResource are KubeFed's per-object propagation records (of
-// namespaced federated objects), which cellfed-controller writes too.
 
 // recordClusters are the cluster names a PropagatedVersion lists.
 func recordClusters(obj any) []string {
@@ -96,7 +96,8 @@ func New(plane dynamic.Interface, caches *informers.Factory, fedNamespace string
 	c.cells = caches.Cells()
 	c.kfcs = caches.KubeFedClusters()
 	c.namespaces = caches.Namespaces()
-	c.versions = caches.PropagatedVersions(leanRecord,
+	c.records = caches.Records()
+	c.versions = caches.StoredPropagatedVersions(leanRecord,
 		cache.Indexers{byCluster: func(obj any) ([]string, error) { return recordClusters(obj), nil }})
 	return c
 }
@@ -158,6 +159,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	c.records.OnChange(c.enqueueForClusters)
 	if !cache.WaitForCacheSync(ctx.Done(), c.cells.HasSynced, c.kfcs.HasSynced, c.namespaces.HasSynced, c.versions.HasSynced) {
 		return fmt.Errorf("cell controller: waiting for caches: %w", ctx.Err())
 	}
@@ -213,8 +215,12 @@ func (c *Controller) enqueueForCluster(obj any) {
 // enqueueForRecord: the cells a PropagatedVersion lists recount.
 // The count waits objectCountDelay, so a release of many objects costs
 // each cell one status write per delay, not one per object.
-func (c *Controller) enqueueForRecord(obj any) {
-	for _, cluster := range recordClusters(obj) {
+func (c *Controller) enqueueForRecord(obj any) { c.enqueueForClusters(recordClusters(obj)) }
+
+// enqueueForClusters: the cells of clusters recount, after
+// objectCountDelay.
+func (c *Controller) enqueueForClusters(names []string) {
+	for _, cluster := range names {
 		if ns, cell, ok := corev1a1.ParseCellClusterName(cluster); ok {
 			c.queue.AddAfter(ns+"/"+cell, objectCountDelay)
 		}
@@ -401,11 +407,12 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 	apimeta.SetStatusCondition(&st.Conditions, found)
 	apimeta.SetStatusCondition(&st.Conditions, ready)
 	if clusterName != "" {
-		records, err := c.versions.GetIndexer().ByIndex(byCluster, clusterName)
+		stored, err := c.versions.GetIndexer().IndexKeys(byCluster, clusterName)
 		if err != nil {
 			return err
 		}
-		st.Objects = ptr.To(int32(len(records)))
+		keys := c.records.Keys(clusterName).Insert(stored...)
+		st.Objects = ptr.To(int32(keys.Len()))
 	}
 	if equalStatus(cell.Status, st) {
 		return nil

@@ -135,7 +135,7 @@ func (s *Controller) sync() {
 		ctx, cancel := context.WithCancel(s.ctx)
 		ctrl := propagation.New(t, s.opts, propagation.Env{
 			Plane: s.plane, Clusters: s.reg, Recorder: s.recorder, Tenants: s.tenantOf,
-			Namespaces: s.namespacePlacement, NamespaceChanged: s.namespaceChanged,
+			Namespaces: s.namespacePlacement, NamespaceChanged: s.namespaceChanged, Records: s.caches.Records(),
 		})
 		r := &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
 		s.running[name] = r

@@ -22,6 +22,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 )
 
 // Factory holds the shared caches. Build it with New, hand it to every
@@ -35,6 +36,12 @@ type Factory struct {
 	fedNS dynamicinformer.DynamicSharedInformerFactory
 	kube  informers.SharedInformerFactory
 	kubeF informers.SharedInformerFactory
+	// stored lists and watches only stored PropagatedVersions.
+	stored dynamicinformer.DynamicSharedInformerFactory
+
+	// records are the propagation records the propagation controllers
+	// keep in federated objects' status.
+	records *Records
 
 	mu     sync.Mutex
 	stop   <-chan struct{} // set by Start
@@ -45,13 +52,21 @@ type Factory struct {
 // holds the KubeFedClusters and their Secrets.
 func New(plane dynamic.Interface, kube kubernetes.Interface, fedNamespace string) *Factory {
 	return &Factory{
-		all:    dynamicinformer.NewDynamicSharedInformerFactory(plane, 0),
-		fedNS:  dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, fedNamespace, nil),
-		kube:   informers.NewSharedInformerFactory(kube, 0),
-		kubeF:  informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(fedNamespace)),
-		caches: map[string]cache.SharedIndexInformer{},
+		all:   dynamicinformer.NewDynamicSharedInformerFactory(plane, 0),
+		fedNS: dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, fedNamespace, nil),
+		kube:  informers.NewSharedInformerFactory(kube, 0),
+		kubeF: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(fedNamespace)),
+		stored: dynamicinformer.NewFilteredDynamicSharedInformerFactory(plane, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+			o.LabelSelector = propagatedversion.StoredOnly
+		}),
+		caches:  map[string]cache.SharedIndexInformer{},
+		records: NewRecords(),
 	}
 }
+
+// Records is the process's index of the propagation records kept in
+// federated objects' status.
+func (f *Factory) Records() *Records { return f.records }
 
 // Start starts every cache asked for, and those asked for later.
 func (f *Factory) Start(stop <-chan struct{}) {
@@ -66,6 +81,7 @@ func (f *Factory) startLocked() {
 	f.fedNS.Start(f.stop)
 	f.kube.Start(f.stop)
 	f.kubeF.Start(f.stop)
+	f.stored.Start(f.stop)
 }
 
 // get returns the cache named, making it with mk (and transform, when
@@ -146,15 +162,6 @@ func (f *Factory) FederatedTypeConfigs() cache.SharedIndexInformer {
 	}, StripManagedFields, nil)
 }
 
-// PropagatedVersions of every namespace, kept as transform keeps them
-// and indexed by indexers: the one controller that reads them (the cell
-// controller) says what it reads.
-func (f *Factory) PropagatedVersions(transform cache.TransformFunc, indexers cache.Indexers) cache.SharedIndexInformer {
-	return f.get("propagatedversions", func() cache.SharedIndexInformer {
-		return f.all.ForResource(kubefed.PropagatedVersionsResource).Informer()
-	}, transform, indexers)
-}
-
 // StripManagedFields is a cache transform dropping metadata.managedFields
 // of any API object.
 func StripManagedFields(obj any) (any, error) {
@@ -182,4 +189,14 @@ func objects(items []any) []metav1.Object {
 		}
 	}
 	return out
+}
+
+// StoredPropagatedVersions are the PropagatedVersions the plane stores
+// (KubeFed's controller writes them), without the views the plane computes
+// from federated objects' status: those are known from Records, and a
+// watch shows only stored ones.
+func (f *Factory) StoredPropagatedVersions(transform cache.TransformFunc, indexers cache.Indexers) cache.SharedIndexInformer {
+	return f.get("propagatedversions", func() cache.SharedIndexInformer {
+		return f.stored.ForResource(kubefed.PropagatedVersionsResource).Informer()
+	}, transform, indexers)
 }

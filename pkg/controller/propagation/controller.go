@@ -24,6 +24,7 @@ import (
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/placement"
 )
 
@@ -71,6 +72,10 @@ type Env struct {
 	// treats every namespace as tenant-less. An error means the answer
 	// is not known yet.
 	Tenants func(ns string) (string, error)
+	// Records is the process's index of propagation records by cluster,
+	// kept up to date with the records in memory (the cell controller
+	// counts from it); nil keeps none.
+	Records *informers.Records
 }
 
 // Controller propagates the objects of one federated type.
@@ -115,7 +120,7 @@ func New(t *Type, opts Options, env Env) *Controller {
 		opts:    opts,
 		env:     env,
 		objs:    objs,
-		records: newVersionStore(env.Plane, t, objs),
+		records: newVersionStore(env.Plane, t, objs, env.Records),
 		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 
 		statusWrites: newWriteLimiter(objs, opts.StatusInterval),
@@ -137,6 +142,7 @@ func New(t *Type, opts Options, env Env) *Controller {
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
+	defer c.records.forgetAll()
 	logger := klog.FromContext(ctx).WithValues("type", c.typ.Name)
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -307,6 +313,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return false, err
 	}
 	if !exists {
+		c.records.forget(key)
 		c.objs.forget(key)
 		return false, nil
 	}
@@ -348,7 +355,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"InvalidObject", err.Error()}})
 		}
 	}
-	rec := c.records.get(key)
+	rec := c.records.get(key, stored)
 	in, members, err := c.input(fed, w.spec.Placement, deleting, rec)
 	in.Mask = w.mask
 	if err != nil {

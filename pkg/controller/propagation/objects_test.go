@@ -3,6 +3,8 @@ package propagation
 import (
 	"testing"
 	"time"
+
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 )
 
 // Every piece of an object's state lives in one entry, which is dropped
@@ -22,7 +24,9 @@ func TestObjects(t *testing.T) {
 			func(o *objects) {
 				(&writeLimiter{interval: time.Second, objs: o}).wait(fedObj("", "k"))
 			}},
-		{"last status write", func(o *objects) { newLastWrites(o).set("k", "5", statusOf(fedObj("", "k"))) },
+		{"last status write", func(o *objects) {
+			newLastWrites(o).set("k", "5", statusOf(fedObj("", "k")), propagatedversion.Versions{})
+		},
 			func(o *objects) { newLastWrites(o).seen("k", "6") }},
 		{"settle hold", func(o *objects) { newSettler(o, time.Second).hold("k") },
 			func(o *objects) { newSettler(o, time.Second).done("k") }},

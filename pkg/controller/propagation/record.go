@@ -10,14 +10,19 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/controller/informers"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 )
 
 // propagated is the record of one object, KubeFed's PropagatedVersion
@@ -54,38 +59,66 @@ func (r *propagated) versionFor(cluster, tv, ov string) string {
 	return r.clusters[cluster]
 }
 
-// versionStore keeps the records of one type in memory and in the plane
-// (PropagatedVersion or ClusterPropagatedVersion objects named
-// <kind>-<name>, as KubeFed names them). Only a change is written.
+// versionStore keeps the records of one type in memory and in the plane.
+//
+// For the plane's own federated types (stored as v1beta2) the record is
+// part of the object's status (status.record), written with the rest of
+// the status by writeStatus: one plane write per release. The plane
+// serves it as the PropagatedVersion KubeFed's tools and controller read.
+// A stored PropagatedVersion (KubeFed's controller wrote it while it ran)
+// is read at start and is the record until cellfed's own record is in
+// the status; it is then deleted, once.
+//
+// For other federated types (KubeFed's v1beta1 only) the record is a
+// stored PropagatedVersion or ClusterPropagatedVersion named
+// <kind>-<name>, as KubeFed names them. Only a change is written.
 type versionStore struct {
 	plane  dynamic.Interface
 	gvr    schema.GroupVersionResource
 	prefix string
-	// typeName labels the plane writes.
+	// typeName labels the plane writes and owns the records in index.
 	typeName string
+	// inStatus: the records live in the federated objects' status. It
+	// turns false for good when the type's CRD drops status.record (a
+	// CRD built before it, kept until `cellfedctl enable` rewrites it).
+	inStatus atomic.Bool
+	// index is the process's index of records by cluster (cell counts).
+	index *informers.Records
 
 	// objs holds each object's record, in its state.
 	objs *objects
 }
 
-func newVersionStore(plane dynamic.Interface, t *Type, objs *objects) *versionStore {
+func newVersionStore(plane dynamic.Interface, t *Type, objs *objects, index *informers.Records) *versionStore {
 	gvr := kubefed.ClusterPropagatedVersionsResource
 	if t.Namespaced {
 		gvr = kubefed.PropagatedVersionsResource
 	}
-	return &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, objs: objs}
+	s := &versionStore{plane: plane, gvr: gvr, prefix: strings.ToLower(t.TargetKind) + "-", typeName: t.Name, objs: objs, index: index}
+	s.inStatus.Store(t.Stored.Version == typesv1b2.Version)
+	return s
 }
 
-// load reads every record of the type once, at start.
+// statusDropsRecords: a status write came back without the record it
+// carried. The records are stored as PropagatedVersions from now on.
+func (s *versionStore) statusDropsRecords(ctx context.Context) {
+	if s.inStatus.Swap(false) {
+		klog.FromContext(ctx).Info("The federated type's CRD drops status.record (built before it): storing propagation records as PropagatedVersions; run `cellfedctl enable` for the type to rewrite its CRD", "type", s.typeName)
+	}
+}
+
+// load reads every stored record of the type once, at start (not the
+// views the plane computes from the objects' status: those are read
+// with the objects).
 func (s *versionStore) load(ctx context.Context) error {
-	list, err := s.plane.Resource(s.gvr).List(ctx, metav1.ListOptions{})
+	list, err := s.plane.Resource(s.gvr).List(ctx, metav1.ListOptions{LabelSelector: propagatedversion.StoredOnly})
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", s.gvr.Resource, err)
 	}
 	for i := range list.Items {
 		pv := &list.Items[i]
 		name, ok := strings.CutPrefix(pv.GetName(), s.prefix)
-		if !ok {
+		if !ok || propagatedversion.IsView(pv) {
 			continue
 		}
 		key := name
@@ -93,30 +126,41 @@ func (s *versionStore) load(ctx context.Context) error {
 			key = ns + "/" + name
 		}
 		r := decodeRecord(pv)
-		s.objs.update(key, func(st *state) { st.record = r })
+		s.set(key, r)
 	}
 	return nil
 }
 
-func decodeRecord(pv *unstructured.Unstructured) *propagated {
-	r := newRecord("", "")
-	r.exists, r.resourceVersion = true, pv.GetResourceVersion()
-	r.templateVersion, _, _ = unstructured.NestedString(pv.Object, "status", "templateVersion")
-	r.overridesVersion, _, _ = unstructured.NestedString(pv.Object, "status", "overridesVersion")
-	cvs, _, _ := unstructured.NestedSlice(pv.Object, "status", "clusterVersions")
-	for _, cv := range cvs {
-		m, _ := cv.(map[string]any)
-		name, _ := m["clusterName"].(string)
-		version, _ := m["version"].(string)
-		if name != "" {
-			r.clusters[name] = version
-		}
+// set keeps r as key's record (nil: none) and indexes it.
+func (s *versionStore) set(key string, r *propagated) {
+	s.objs.update(key, func(st *state) { st.record = r })
+	var clusters []string
+	if r != nil {
+		clusters = slices.Collect(maps.Keys(r.clusters))
 	}
+	s.index.Set(s.typeName, s.indexKey(key), clusters)
+}
+
+// indexKey is key's record as the PropagatedVersion key.
+func (s *versionStore) indexKey(key string) string {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		return ns + "/" + s.prefix + name
+	}
+	return s.prefix + key
+}
+
+func decodeRecord(pv *unstructured.Unstructured) *propagated {
+	v := propagatedversion.OfStored(pv)
+	r := newRecord(v.TemplateVersion, v.OverridesVersion)
+	r.clusters = v.Clusters
+	r.exists, r.resourceVersion = true, pv.GetResourceVersion()
 	return r
 }
 
 // get returns a copy of the record of key (empty when there is none).
-func (s *versionStore) get(key string) (out *propagated) {
+// stored is the object as the cache holds it: the first time, a record
+// kept in its status is read from there.
+func (s *versionStore) get(key string, stored *unstructured.Unstructured) (out *propagated) {
 	s.objs.read(key, func(st *state) {
 		if r := st.record; r != nil {
 			c := *r
@@ -124,15 +168,31 @@ func (s *versionStore) get(key string) (out *propagated) {
 			out = &c
 		}
 	})
-	if out == nil {
-		return newRecord("", "")
+	if out != nil {
+		return out
 	}
-	return out
+	if s.inStatus.Load() && stored != nil {
+		if v, ok := propagatedversion.InStatus(stored.Object); ok {
+			r := newRecord(v.TemplateVersion, v.OverridesVersion)
+			r.clusters = v.Clusters
+			s.set(key, r)
+			c := *r
+			c.clusters = maps.Clone(r.clusters)
+			return &c
+		}
+	}
+	return newRecord("", "")
 }
 
+// forget drops key's record from memory (the object is gone, or let go).
 func (s *versionStore) forget(key string) {
 	s.objs.update(key, func(st *state) { st.record = nil })
+	s.index.Set(s.typeName, s.indexKey(key), nil)
 }
+
+// forgetAll drops the index entries of every record of the type: its
+// controller stops.
+func (s *versionStore) forgetAll() { s.index.DropOwner(s.typeName) }
 
 func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
 	if s.gvr == kubefed.PropagatedVersionsResource {
@@ -141,10 +201,22 @@ func (s *versionStore) client(namespace string) dynamic.ResourceInterface {
 	return s.plane.Resource(s.gvr)
 }
 
-// save writes next when it differs from what is stored. A record with no
-// clusters that was never stored is not written at all.
+// save makes next key's record. Kept in the status, it is only
+// remembered here: writeStatus writes it. Otherwise the stored record is
+// written when it differs; a record with no clusters that was never
+// stored is not written at all.
 func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.Unstructured, next *propagated) error {
-	cur := s.get(key)
+	cur := s.get(key, nil)
+	if s.inStatus.Load() {
+		if cur.sameContent(next) {
+			return nil
+		}
+		r := *next
+		r.clusters = maps.Clone(next.clusters)
+		r.exists, r.resourceVersion = cur.exists, cur.resourceVersion
+		s.set(key, &r)
+		return nil
+	}
 	if cur.sameContent(next) && (cur.exists || len(next.clusters) == 0) {
 		return nil
 	}
@@ -201,7 +273,46 @@ func (s *versionStore) save(ctx context.Context, key string, fed *unstructured.U
 	stored := *next
 	stored.clusters = maps.Clone(next.clusters)
 	stored.exists, stored.resourceVersion = true, updated.GetResourceVersion()
-	s.objs.update(key, func(st *state) { st.record = &stored })
+	s.set(key, &stored)
+	return nil
+}
+
+// inStatusRecord is the record writeStatus is to write into the status of
+// key's object stored, and whether the type keeps records there.
+func (s *versionStore) inStatusRecord(key string, stored *unstructured.Unstructured) (propagatedversion.Versions, bool) {
+	if s == nil || !s.inStatus.Load() {
+		return propagatedversion.Versions{}, false
+	}
+	r := s.get(key, stored)
+	return propagatedversion.Versions{TemplateVersion: r.templateVersion, OverridesVersion: r.overridesVersion, Clusters: r.clusters}, true
+}
+
+// superseded deletes the stored record KubeFed's controller left for key
+// once the object's status carries the record (written) in its place:
+// from then on the plane serves the record from the status. A record
+// kept as a stored object is never superseded.
+func (s *versionStore) superseded(ctx context.Context, key string, fed *unstructured.Unstructured, written propagatedversion.Versions) error {
+	if s == nil || !s.inStatus.Load() {
+		return nil
+	}
+	cur := s.get(key, nil)
+	if !cur.exists {
+		return nil
+	}
+	if !written.Equal(propagatedversion.Versions{TemplateVersion: cur.templateVersion, OverridesVersion: cur.overridesVersion, Clusters: cur.clusters}) {
+		return nil
+	}
+	planeWrites.WithLabelValues(s.typeName, WriteRecordDelete).Inc()
+	name := s.prefix + fed.GetName()
+	err := s.client(fed.GetNamespace()).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s that the status record supersedes: %w", kindOf(s.gvr), name, err)
+	}
+	s.objs.update(key, func(st *state) {
+		if st.record != nil {
+			st.record.exists, st.record.resourceVersion = false, ""
+		}
+	})
 	return nil
 }
 
@@ -211,14 +322,14 @@ func (s *versionStore) reload(ctx context.Context, key string, c dynamic.Resourc
 	case apierrors.IsNotFound(err):
 		s.forget(key)
 	case err == nil:
-		r := decodeRecord(pv)
-		s.objs.update(key, func(st *state) { st.record = r })
+		s.set(key, decodeRecord(pv))
 	}
 }
 
-// delete removes the stored record of a finalized object.
+// delete removes the stored record of a finalized object (a record in
+// the status goes with the object).
 func (s *versionStore) delete(ctx context.Context, key string, fed *unstructured.Unstructured) error {
-	if !s.get(key).exists {
+	if !s.get(key, nil).exists {
 		return nil
 	}
 	planeWrites.WithLabelValues(s.typeName, WriteRecordDelete).Inc()

@@ -9,6 +9,7 @@ import (
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 )
 
 func TestSettler(t *testing.T) {
@@ -96,7 +97,7 @@ func TestStatusOnly(t *testing.T) {
 func TestLastWrites(t *testing.T) {
 	l := newLastWrites(newObjects())
 	st := typesv1b1.Status{ObservedGeneration: 2, Propagated: "1/1"}
-	l.set("ns/a", "5", st)
+	l.set("ns/a", "5", st, propagatedversion.Versions{})
 	l.seen("ns/a", "5") // the cache still at the version written over
 	if w, ok := l.get("ns/a"); !ok || w.over != "5" || !sameStatus(w.status, st) {
 		t.Fatalf("get = %+v %v, want the write over 5", w, ok)
@@ -105,13 +106,13 @@ func TestLastWrites(t *testing.T) {
 	if _, ok := l.get("ns/a"); ok {
 		t.Error("kept after the cache moved on")
 	}
-	l.set("ns/b", "7", st)
+	l.set("ns/b", "7", st, propagatedversion.Versions{})
 	l.seen("ns/b", "") // the object is gone
 	if n := l.objs.len(); n != 0 {
 		t.Errorf("writes kept for %d objects", n)
 	}
 	var none *lastWrites
-	none.set("x", "1", st)
+	none.set("x", "1", st, propagatedversion.Versions{})
 	none.seen("x", "2")
 	if _, ok := none.get("x"); ok {
 		t.Error("a nil lastWrites remembered")

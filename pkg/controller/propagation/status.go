@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	"github.com/cellfed/cellfed/pkg/propagatedversion"
 )
 
 // failure is a reason the whole object is not propagated as asked, with
@@ -58,11 +59,15 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 	}
 	next := nextStatus(cur, fed.GetGeneration(), rep, c.policy.Ready != nil, metav1.Now())
 	key := c.statusWrites.key(fed)
-	if sameStatus(cur, next) {
+	// The propagation record goes in the same write, for the types that
+	// keep it in the status.
+	rec, inStatus := c.records.inStatusRecord(key, stored)
+	curRec, _ := propagatedversion.InStatus(stored.Object)
+	if sameStatus(cur, next) && (!inStatus || curRec.Equal(rec)) {
 		c.reflowing.forget(key) // nothing a member reported changes it
 		// What the object says is what the members show: confirmed.
 		c.objs.update(key, func(st *state) { st.statusRV = stored.GetResourceVersion() })
-		return nil
+		return c.records.superseded(ctx, key, fed, curRec)
 	}
 	if last, ok := c.written.get(key); ok && last.over == fed.GetResourceVersion() {
 		// The cache still shows the object our last status write
@@ -70,7 +75,7 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 		// wrote this status already; otherwise look again shortly (the
 		// write's own watch event requeues nothing: it changes only the
 		// status).
-		if sameStatus(last.status, next) {
+		if sameStatus(last.status, next) && last.record.Equal(rec) {
 			c.reflowing.forget(key)
 			return nil
 		}
@@ -87,21 +92,31 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 	if err != nil {
 		return err
 	}
+	if rc := rec.Content(); rc != nil {
+		content["record"] = rc
+	}
 	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	rv, err := c.updateStatus(ctx, stored, content)
+	updated, err := c.updateStatus(ctx, stored, content)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	if _, kept := propagatedversion.InStatus(updated.Object); inStatus && !rec.Empty() && !kept {
+		// The type's CRD predates status.record and drops it: keep
+		// the records as stored PropagatedVersions instead.
+		c.records.statusDropsRecords(ctx)
+		c.queue.Add(key)
+	}
+	rv := updated.GetResourceVersion()
 	c.objs.update(key, func(st *state) { st.statusRV = rv })
 	c.statusWrites.wrote(fed)
-	c.written.set(key, fed.GetResourceVersion(), next)
+	c.written.set(key, fed.GetResourceVersion(), next, rec)
 	if d, ok := c.reflowing.finish(key, -1, time.Now()); ok {
 		reflowDelay.WithLabelValues(c.typ.Name).Observe(d.Seconds())
 	}
-	return nil
+	return c.records.superseded(ctx, key, fed, rec)
 }
 
 // nextStatus is the status a reconcile's report asks for: status.clusters
@@ -277,15 +292,16 @@ type lastWrites struct {
 type lastWrite struct {
 	over   string
 	status typesv1b1.Status
+	record propagatedversion.Versions
 }
 
 func newLastWrites(objs *objects) *lastWrites { return &lastWrites{objs: objs} }
 
-func (l *lastWrites) set(key, over string, st typesv1b1.Status) {
+func (l *lastWrites) set(key, over string, st typesv1b1.Status, rec propagatedversion.Versions) {
 	if l == nil {
 		return
 	}
-	l.objs.update(key, func(s *state) { s.written = &lastWrite{over: over, status: st} })
+	l.objs.update(key, func(s *state) { s.written = &lastWrite{over: over, status: st, record: rec} })
 }
 
 func (l *lastWrites) get(key string) (w lastWrite, ok bool) {

@@ -48,8 +48,8 @@ func (c *Controller) resource(namespace string) dynamic.ResourceInterface {
 
 // updateStatus writes status (KubeFed's shape, computed from the view) as
 // the stored object's status, converted in-process.
-// It returns the resourceVersion the write made.
-func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unstructured, status map[string]any) (string, error) {
+// It returns the object the write made.
+func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unstructured, status map[string]any) (*unstructured.Unstructured, error) {
 	if c.typ.Stored.Version == typesv1b2.Version {
 		conversion.StatusToV1beta2(stored.Object, status)
 	}
@@ -57,11 +57,7 @@ func (c *Controller) updateStatus(ctx context.Context, stored *unstructured.Unst
 	// status of what it is sent.
 	obj := &unstructured.Unstructured{Object: maps.Clone(stored.Object)}
 	obj.Object["status"] = status
-	updated, err := c.resource(stored.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return updated.GetResourceVersion(), nil
+	return c.resource(stored.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 }
 
 // setFinalizer adds (or removes) the sync finalizer with a merge patch of

@@ -151,6 +151,38 @@ type Status struct {
 	Propagated string `json:"propagated,omitempty"`
 	// Ready is "n/m": of the m placed topologies, n are ready.
 	Ready string `json:"ready,omitempty"`
+	// Record is the propagation record cellfed-controller keeps with the
+	// status it writes, in one write: what it wrote to each cluster. The
+	// plane serves it as the object's PropagatedVersion (or
+	// ClusterPropagatedVersion) <kind>-<name>, in KubeFed's format. Only
+	// v1beta2 has it: a status written in v1beta1 (KubeFed's controller)
+	// drops it, and KubeFed's own stored PropagatedVersion then speaks.
+	Record *PropagationRecord `json:"record,omitempty"`
+}
+
+// PropagationRecord is KubeFed's PropagatedVersion status: the versions
+// of the template and overrides last propagated and, per cluster, the
+// member object's version right after the write.
+type PropagationRecord struct {
+	// TemplateVersion is the md5 hash of spec.template, as KubeFed
+	// computes it.
+	TemplateVersion string `json:"templateVersion"`
+	// OverridesVersion is the md5 hash of spec.overrides, as KubeFed
+	// computes it.
+	OverridesVersion string `json:"overridesVersion"`
+	// ClusterVersions are the member objects' versions, one per cluster
+	// that may hold the object, in cluster name order.
+	ClusterVersions []ClusterObjectVersion `json:"clusterVersions,omitempty"`
+}
+
+// ClusterObjectVersion is the version of the member object in one cluster.
+type ClusterObjectVersion struct {
+	// ClusterName is the KubeFedCluster.
+	ClusterName string `json:"clusterName"`
+	// Version is gen:<generation> (or rv:<resourceVersion> for kinds
+	// without a generation) right after the write; empty while the
+	// outcome of the write is not known.
+	Version string `json:"version"`
 }
 
 // Condition is KubeFed's generic condition.

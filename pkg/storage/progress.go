@@ -33,7 +33,7 @@ func newGRPCServer(o *Options) *grpc.Server {
 
 // progressRetryFor bounds how long one progress request is repeated; the
 // API server asks again every 100 ms while it waits, which starts over.
-const progressRetryFor = time.Second
+const progressRetryFor = 3 * time.Second
 
 // watchMethod is the etcd Watch stream, the only stream kine serves that
 // carries progress requests.

@@ -251,7 +251,9 @@ func TestProgressRequestsAnsweredPromptly(t *testing.T) {
 // write elsewhere, and never again: the plane repeats an unanswered
 // request to kine itself (progressRetry). kine alone drops a request that
 // arrives before its poll loop has delivered the write, and the next
-// answer would be its periodic notification, set here to 2 s.
+// answer would be its periodic notification, set here to 2 s: each try
+// then passes only by chance (3 in 4), all 20 about once in 300 runs.
+// The 1.5 s bound leaves room for a slow poll loop on a loaded machine.
 func TestOneProgressRequestIsAnswered(t *testing.T) {
 	for name, opts := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -276,7 +278,7 @@ func TestOneProgressRequestIsAnswered(t *testing.T) {
 				if err := c.RequestProgress(ctx); err != nil {
 					t.Fatalf("progress request: %v", err)
 				}
-				deadline := time.After(time.Second)
+				deadline := time.After(1500 * time.Millisecond)
 				for reached := false; !reached; {
 					select {
 					case wr := <-w:
@@ -285,7 +287,7 @@ func TestOneProgressRequestIsAnswered(t *testing.T) {
 						}
 						reached = wr.Header.Revision >= rev
 					case <-deadline:
-						t.Fatalf("try %d: no progress answer reached revision %d within 1 s of one request", i, rev)
+						t.Fatalf("try %d: no progress answer reached revision %d within 1.5 s of one request", i, rev)
 					}
 				}
 				took = append(took, time.Since(t0))

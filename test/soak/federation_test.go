@@ -94,10 +94,14 @@ func startSoakFederation(t *testing.T) *soakFederation {
 	cert, key := framework.IssueAgentCert(t, a, edgeName, 24*time.Hour)
 	f.agent = framework.StartAgent(t, a, portsA, framework.AgentOptions{Cluster: edgeName, CertFile: cert, KeyFile: key,
 		Kubeconfig: edge.Kubeconfig, NetNS: ns, Args: []string{"--hub-address=" + agentLB}})
-	edge.ProxyURL = framework.TunnelProxyURL(t, a, framework.TunnelPorts{ConnectPort: cport}, edgeName)
-	edge.ProxyCA = framework.TunnelProxyCA(t, a)
-	if err := edge.WaitReady(context.Background()); err != nil {
-		t.Fatalf("member %s not ready through its tunnel: %v\nagent log:\n%s", edgeName, err, f.agent.Tail(20))
+	// The agent connects to each hub in turn (through the balancer): wait
+	// until the member answers through both, then use the balancer.
+	for _, ports := range []framework.TunnelPorts{portsA, portsB, {ConnectPort: cport}} {
+		edge.ProxyURL = framework.TunnelProxyURL(t, a, ports, edgeName)
+		edge.ProxyCA = framework.TunnelProxyCA(t, a)
+		if err := edge.WaitReady(context.Background()); err != nil {
+			t.Fatalf("member %s not ready through its tunnel (CONNECT port %d): %v\nagent log:\n%s", edgeName, ports.ConnectPort, err, f.agent.Tail(20))
+		}
 	}
 	f.members[edgeName] = edge
 
@@ -111,7 +115,13 @@ func startSoakFederation(t *testing.T) *soakFederation {
 		f.ctl(t, "cell", "create", "rz00a", "-n", workspace(tn.name), "--cluster="+sharedMember)
 		f.ctl(t, "cell", "create", "rz10a", "-n", workspace(tn.name), "--cluster="+tn.dedicated)
 	}
-	f.controller = framework.StartController(t, f.plane)
+	// cellfed-controller's own leader-election and probe defaults, not
+	// the framework's fast ones; a stable identity lets a restarted
+	// controller take its Lease back at once.
+	f.controller = framework.StartController(t, f.plane,
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s",
+		"--leader-elect-identity=soak-controller",
+		"--cluster-probe-period=2s", "--cluster-probe-timeout=3s", "--cluster-failure-threshold=3", "--cluster-unready-probe-period=1s", "--cluster-timeout=30s")
 	var names []string
 	for _, tn := range tenants {
 		names = append(names, tn.dedicated, workspace(tn.name)+".rz00a", workspace(tn.name)+".rz10a")

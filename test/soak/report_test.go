@@ -109,6 +109,7 @@ type report struct {
 	FaultsStopped          time.Time
 	ConvergedAt, DeletedAt time.Time
 	Faults                 []fault
+	Restarts               map[string]int
 	Violations             []Violation
 	Objects                []Object
 	Acked, Failed          map[string]int
@@ -206,6 +207,13 @@ func (r *report) summary() string {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", k, len(fs), secs(out, false), secs(rec, true))
 	}
 	fmt.Fprintf(&b, "| **total** | **%d** | | |\n\n", len(r.Faults))
+	if len(r.Restarts) > 0 {
+		b.WriteString("Processes that exited on their own and were restarted (as a pod's container would be):")
+		for _, name := range sortedKeys(r.Restarts) {
+			fmt.Fprintf(&b, " %s %d×;", name, r.Restarts[name])
+		}
+		b.WriteString(" cellfed-controller exits by design when it cannot renew its leader Lease (a frozen database).\n\n")
+	}
 	var errs []string
 	for _, fl := range r.Faults {
 		if fl.Err != "" {

@@ -71,7 +71,9 @@ func TestSoak(t *testing.T) {
 	planeCfg.Timeout = 15 * time.Second
 	dyn := dynamic.NewForConfigOrDie(planeCfg)
 	wl := newWorkload(f, dyn)
-	inj := &injector{f: f, rng: rand.New(rand.NewPCG(seed, 99))}
+	sup := newSupervisor(f)
+	go sup.run(ctx)
+	inj := &injector{f: f, rng: rand.New(rand.NewPCG(seed, 99)), sup: sup}
 
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	injDone := make(chan struct{})
@@ -90,6 +92,7 @@ func TestSoak(t *testing.T) {
 	<-injDone
 	r.FaultsStopped = time.Now()
 	r.Faults = inj.Faults()
+	r.Restarts = sup.Restarts()
 	t.Logf("workload and faults stopped after %s: %d faults", r.FaultsStopped.Sub(r.WorkloadStart).Round(time.Second), len(r.Faults))
 
 	// Convergence: poll the plane and every member until both the

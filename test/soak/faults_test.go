@@ -139,7 +139,11 @@ func (in *injector) inject(kind string) fault {
 		fl.Err += fmt.Sprintf(" not healthy again: %v", err)
 	}
 	fl.Recovered = time.Since(fl.End)
-	fl.Err, _, _ = strings.Cut(strings.TrimSpace(fl.Err), "\n") // one line for the summary; the log has the rest
+	// One short line for the summary; the log has the rest.
+	fl.Err, _, _ = strings.Cut(strings.TrimSpace(fl.Err), "\n")
+	if len(fl.Err) > 200 {
+		fl.Err = fl.Err[:200] + " …"
+	}
 	return fl
 }
 

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -107,6 +108,7 @@ func TestSoak(t *testing.T) {
 	var plane map[Key]PlaneObject
 	var templates, deletions []string
 	var readErr error
+	lastLog := time.Now()
 	_ = framework.Poll(context.Background(), time.Second, deleteDeadline+lookAfter, func(ctx context.Context) (bool, error) {
 		p, err := readPlane(ctx, dyn)
 		if err != nil {
@@ -118,10 +120,14 @@ func TestSoak(t *testing.T) {
 			readErr = err
 			return false, err
 		}
-		readErr, plane = nil, p
+		readErr, plane = nil, p // templates and deletions keep the last complete read
 		templates, deletions = Diff(Expected(objs, p), got)
 		deletions = append(deletions, PendingDeletions(objs, p)...)
 		now := time.Now()
+		if now.Sub(lastLog) > 20*time.Second {
+			lastLog = now
+			t.Logf("%s after the faults stopped: %s; %s", now.Sub(r.FaultsStopped).Round(time.Second), lastState(templates, nil), lastState(deletions, nil))
+		}
 		if len(templates) == 0 && r.ConvergedAt.IsZero() {
 			r.ConvergedAt = now
 		}
@@ -188,15 +194,19 @@ func namespaceTenants() map[string]string {
 	return out
 }
 
+// lastState is what was still not done at the last complete read of the
+// plane and the members, and the error of a later failed read.
 func lastState(diff []string, err error) string {
-	s := "not done; last read: "
-	if err != nil {
-		return s + err.Error()
-	}
+	s := fmt.Sprintf("not done; %d left at the last complete read: ", len(diff))
 	if len(diff) > 8 {
-		return s + strings.Join(diff[:8], "; ") + " …"
+		s += strings.Join(diff[:8], "; ") + " …"
+	} else {
+		s += strings.Join(diff, "; ")
 	}
-	return s + strings.Join(diff, "; ")
+	if err != nil {
+		s += " (a later read failed: " + err.Error() + ")"
+	}
+	return s
 }
 
 // watchMembers runs an informer on every member's config maps that

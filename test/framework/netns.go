@@ -86,11 +86,19 @@ func (n *NetNS) Command(bin string, args ...string) (string, []string) {
 // packets silently (no RST, no ICMP): a NAT that lost its state.
 func (n *NetNS) SetLink(t testing.TB, up bool) {
 	t.Helper()
+	if err := n.Link(up); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Link is SetLink for use off the test goroutine: it returns the error.
+func (n *NetNS) Link(up bool) error {
 	state := "down"
 	if up {
 		state = "up"
 	}
 	if out, err := exec.Command("ip", "-n", n.Name, "link", "set", n.NSVeth, state).CombinedOutput(); err != nil {
-		t.Fatalf("ip -n %s link set %s %s: %v: %s", n.Name, n.NSVeth, state, err, out)
+		return fmt.Errorf("ip -n %s link set %s %s: %v: %s", n.Name, n.NSVeth, state, err, out)
 	}
+	return nil
 }

@@ -15,9 +15,16 @@ import (
 // is skipped. It returns its address; it stops when the test ends.
 func StartRoundRobin(t testing.TB, backends ...string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartRoundRobinOn(t, "127.0.0.1", backends...)
+}
+
+// StartRoundRobinOn is StartRoundRobin listening on host (a free port):
+// a NetNS's HostIP lets agents inside the namespace reach it.
+func StartRoundRobinOn(t testing.TB, host string, backends ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("listening on %s: %v", host, err)
 	}
 	var next atomic.Uint64
 	var wg sync.WaitGroup

@@ -186,6 +186,11 @@ func (c *Controller) create(ctx context.Context, fed *unstructured.Unstructured,
 		return c.adopt(ctx, fed, m, cluster, d, retainReplicas)
 	case isTimeout(ctx, err):
 		return result{status: StatusCreationTimedOut, unknown: true, present: true, err: err}
+	case !answered(err):
+		// The member never answered (the connection broke mid-request:
+		// a tunnel's agent or link died): the create may have landed,
+		// so the record keeps the cluster and a deletion visits it.
+		return result{status: StatusCreationFailed, unknown: true, present: true, err: err}
 	}
 	return result{status: StatusCreationFailed, unknown: true, err: err}
 }
@@ -309,6 +314,13 @@ func (c *Controller) createNamespace(ctx context.Context, m *clusters.Member, na
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// answered tells an error the member sent (a Kubernetes status: the
+// request was decided there) from one where no answer came back.
+func answered(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status)
 }
 
 func isTimeout(ctx context.Context, err error) bool {

@@ -131,8 +131,10 @@ func TestTunnelReachesMemberBehindNetNS(t *testing.T) {
 	t.Run("agent manifests apply to the member (kubectl, server dry run)", func(t *testing.T) {
 		k := framework.Kubectl{Kubeconfig: tm.member.KubeconfigViaProxy(t)}
 		dir := filepath.Join(framework.RepoRoot(t), "manifests", "agent")
-		// A server dry run cannot create the namespace the rest goes in.
+		// A server dry run cannot create the namespaces the rest goes in:
+		// the agent's own and plane-access.yaml's.
 		k.MustRun(t, "", "apply", "-f", filepath.Join(dir, "namespace.yaml"))
+		k.MustRun(t, "", "create", "namespace", "kube-federation-system")
 		out := k.MustRun(t, "", "apply", "--dry-run=server", "-f", dir)
 		for _, want := range []string{"deployment.apps/cellfed-agent", "role.rbac.authorization.k8s.io/cellfed-agent", "rolebinding.rbac.authorization.k8s.io/cellfed-agent", "serviceaccount/cellfed-agent"} {
 			if !strings.Contains(out, want) {

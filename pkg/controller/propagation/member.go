@@ -53,13 +53,16 @@ func (c *Controller) ensure(ctx context.Context, fed *unstructured.Unstructured,
 	if err != nil {
 		return result{status: StatusClusterNotReady, unknown: true, retry: true}
 	}
-	if cached == nil {
+	switch {
+	case cached == nil && recorded == "":
 		return c.create(ctx, fed, m, cluster, d, retainReplicas)
-	}
-	if unchanged(d, cached, recorded) {
+	case cached == nil:
+		// The record holds our write of this very object, the cache not
+		// yet: it is behind. Read the member rather than create blindly
+		// (which would fail AlreadyExists and adopt with an update).
+	case unchanged(d, cached, recorded):
 		return result{status: StatusOK, version: objectVersion(cached)}
-	}
-	if c.policy.UpdatesFromCache() && outdated(d, cached) {
+	case c.policy.UpdatesFromCache() && outdated(d, cached):
 		// Our last write was of other content (a release): write over
 		// it from the cache; a cache that was behind makes the update a
 		// conflict, retried once its event arrives.

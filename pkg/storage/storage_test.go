@@ -259,6 +259,7 @@ func TestOneProgressRequestIsAnswered(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o := opts(t)
 			o.NotifyInterval = storage.MaxNotifyInterval
+			o.ProgressRetryInterval = 10 * time.Millisecond
 			c := startKine(t, o)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

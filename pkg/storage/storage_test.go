@@ -200,10 +200,7 @@ func TestProgressRequestsAnsweredPromptly(t *testing.T) {
 			// them: kine v0.17 answers a progress request only once every
 			// watch on the stream has been sent the current revision, which
 			// it tracks only for these.
-			w := c.Watch(ctx, prefix+"quiet/", clientv3.WithPrefix(), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
-			if wr := <-w; !wr.Created {
-				t.Fatalf("first watch response %+v, want created", wr)
-			}
+			w := quietWatch(ctx, t, c, prefix+"quiet/")
 			var took []time.Duration
 			for i := range 10 {
 				key := fmt.Sprintf("%sbusy/%d", prefix, i)
@@ -247,6 +244,17 @@ func TestProgressRequestsAnsweredPromptly(t *testing.T) {
 	}
 }
 
+// quietWatch opens a progress-notify watch on a prefix nobody writes, as
+// the API server's watch caches open theirs, and waits until it exists.
+func quietWatch(ctx context.Context, t *testing.T, c *clientv3.Client, prefix string) clientv3.WatchChan {
+	t.Helper()
+	w := c.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
+	if wr := <-w; !wr.Created {
+		t.Fatalf("first watch response %+v, want created", wr)
+	}
+	return w
+}
+
 // TestOneProgressRequestIsAnswered asks for progress once, right after a
 // write elsewhere, and never again: the plane repeats an unanswered
 // request to kine itself (progressRetry). kine alone drops a request that
@@ -264,10 +272,7 @@ func TestOneProgressRequestIsAnswered(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			prefix := fmt.Sprintf("/registry/progress-once-%d/", rand.Int())
-			w := c.Watch(ctx, prefix+"quiet/", clientv3.WithPrefix(), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
-			if wr := <-w; !wr.Created {
-				t.Fatalf("first watch response %+v, want created", wr)
-			}
+			w := quietWatch(ctx, t, c, prefix+"quiet/")
 			var took []time.Duration
 			for i := range 20 {
 				key := fmt.Sprintf("%sbusy/%d", prefix, i)

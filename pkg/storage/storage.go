@@ -72,7 +72,7 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		if err != nil {
 			return nil, err
 		}
-		kineEndpoint = "mysql://" + cfg.FormatDSN()
+		kineEndpoint = sharedSchemePrefix + "mysql://" + cfg.FormatDSN()
 		afterStart = func(ctx context.Context) error {
 			if err := installOrderedIDsMySQL(ctx, cfg, backendTLS); err != nil {
 				return err
@@ -88,7 +88,7 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		if err := checkPostgres(ctx, cfg, o.SkipMySQLSafetyChecks); err != nil {
 			return nil, err
 		}
-		kineEndpoint = endpoint
+		kineEndpoint = sharedSchemePrefix + endpoint
 		afterStart = func(ctx context.Context) error { return installOrderedIDs(ctx, cfg) }
 		description = fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	default:

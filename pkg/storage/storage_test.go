@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -774,4 +775,99 @@ func casTxn(ctx context.Context, c *clientv3.Client, key string, rev int64, op c
 		return 0, fmt.Errorf("conflict: %s changed behind the writer's back", key)
 	}
 	return resp.Header.Revision, nil
+}
+
+// TestProgressOnAReplicaThatStoppedWriting runs two kines on one database,
+// as two plane replicas do, and writes through both, then only through B.
+// A's answer to a progress request must reach B's last write once A's
+// poll loop has delivered it. kine v0.17.5 keeps its current revision up
+// to date only while its own writes and its poll loop take turns: once a
+// write through A lands ahead of A's poll loop and the loop's next batch
+// holds B's writes too, A's revision stays where A last wrote, and A
+// answers every progress request with it. The API server's watch caches
+// on A then never become fresh, and a restarted replica never becomes
+// ready (docs/soak.md, finding 2).
+func TestProgressOnAReplicaThatStoppedWriting(t *testing.T) {
+	for name, opts := range backends(t) {
+		if name == "sqlite" {
+			continue // one process owns a SQLite file
+		}
+		t.Run(name, func(t *testing.T) {
+			oa := opts(t)
+			ob := storage.NewOptions()
+			ob.DataDir, ob.Endpoint = t.TempDir(), oa.Endpoint
+			a, b := startKine(t, oa), startKine(t, ob)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			prefix := fmt.Sprintf("/registry/replicas-%d/", rand.Int())
+			w := quietWatch(ctx, t, a, prefix+"quiet/")
+
+			// Each round, B writes all along, as the replica holding the
+			// Leases does; A writes for a while, then stops. A's writes
+			// land ahead of its poll loop, whose batches then hold B's
+			// writes as well. One round shows the fault about every other
+			// run; four, nearly always.
+			for round := range 4 {
+				last := writeThroughBoth(ctx, t, a, b, fmt.Sprintf("%sbusy/%d/", prefix, round))
+				// Ask A for progress as the API server does, every 100 ms,
+				// until an answer reaches B's last write.
+				deadline := time.After(15 * time.Second)
+				var seen int64
+				for seen < last {
+					if err := a.RequestProgress(ctx); err != nil {
+						t.Fatalf("progress request: %v", err)
+					}
+					select {
+					case wr := <-w:
+						if err := wr.Err(); err != nil {
+							t.Fatalf("watch: %v", err)
+						}
+						seen = max(seen, wr.Header.Revision)
+					case <-time.After(100 * time.Millisecond):
+					case <-deadline:
+						t.Fatalf("round %d: A's progress answers stayed at revision %d, B last wrote %d: A's watch caches would never be fresh", round, seen, last)
+					}
+				}
+			}
+		})
+	}
+}
+
+// writeThroughBoth writes under prefix through b all along and through a
+// for 100 writes, then through b alone for 50 more, and returns b's last
+// revision.
+func writeThroughBoth(ctx context.Context, t *testing.T, a, b *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	bctx, stopB := context.WithCancel(ctx)
+	defer stopB()
+	bDone := make(chan error, 1)
+	var bLast atomic.Int64
+	go func() {
+		for j := 0; bctx.Err() == nil; j++ {
+			key := fmt.Sprintf("%sb-%d", prefix, j)
+			rev, err := casTxn(bctx, b, key, 0, clientv3.OpPut(key, "v"))
+			if err != nil && bctx.Err() == nil {
+				bDone <- err
+				return
+			}
+			if err == nil {
+				bLast.Store(rev)
+			}
+		}
+		bDone <- nil
+	}()
+	for j := range 100 {
+		key := fmt.Sprintf("%sa-%d", prefix, j)
+		if _, err := casTxn(ctx, a, key, 0, clientv3.OpPut(key, "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for start := bLast.Load(); bLast.Load() < start+50 && ctx.Err() == nil; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopB()
+	if err := <-bDone; err != nil {
+		t.Fatal(err)
+	}
+	return bLast.Load()
 }

@@ -250,13 +250,29 @@ func (c *Controller) ensureRemoved(ctx context.Context, fed *unstructured.Unstru
 	if err != nil {
 		return result{status: StatusWaitingForRemoval, unknown: true, present: true, retry: true}
 	}
-	if existing == nil {
-		return result{status: StatusOK}
-	}
 	if err := m.Acquire(ctx); err != nil {
 		return result{status: StatusDeletionTimedOut, unknown: true, present: true, err: err}
 	}
 	defer m.Release()
+	if existing == nil {
+		// The cache can be behind a create that landed late (sent by a
+		// controller that died, or through a slow tunnel): ask the
+		// member before letting the object go.
+		live, err := c.memberResource(m, ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return result{status: StatusOK}
+		case err != nil:
+			st := StatusWaitingForRemoval
+			if isTimeout(ctx, err) {
+				st = StatusDeletionTimedOut
+			}
+			return result{status: st, unknown: true, present: true, err: fmt.Errorf("reading the object the cache does not hold: %w", err)}
+		case live.GetLabels()[clusters.ManagedLabel] != "true":
+			return result{status: StatusOK} // not ours: never touched
+		}
+		existing = live
+	}
 	if fed.GetAnnotations()[OrphanAnnotation] == "true" {
 		release = true
 	}

@@ -131,7 +131,17 @@ func Plan(in Input) (Decision, error) {
 	selected := sets.New[string]()
 	excluded := sets.New[string]()      // placed, but the namespace is not federated there
 	placedOutside := sets.New[string]() // placed, but outside the object's workspace
-	if !in.Deleting {
+	// placed are the clusters a deleted object's placement selects: the
+	// record can miss one that holds the object (a create that landed
+	// after the controller that sent it died), and its member's cache
+	// can too (the member is down, or the event not yet seen), so a
+	// deletion visits them as well.
+	placed := sets.New[string]()
+	if in.Deleting {
+		if sel, err := selectClusters(in.Placement, in.Candidates); err == nil {
+			placed = sel
+		}
+	} else {
 		var err error
 		if selected, err = selectClusters(in.Placement, in.Candidates); err != nil {
 			return d, err
@@ -200,7 +210,7 @@ func Plan(in Input) (Decision, error) {
 	for _, m := range members {
 		g := groups[m]
 		slices.Sort(g.all)
-		var sel, excl, known []string
+		var sel, excl, known, wasPlaced []string
 		for _, n := range g.all {
 			switch {
 			case selected.Has(n):
@@ -210,6 +220,9 @@ func Plan(in Input) (Decision, error) {
 			}
 			if in.Recorded.Has(n) {
 				known = append(known, n)
+			}
+			if placed.Has(n) {
+				wasPlaced = append(wasPlaced, n)
 			}
 		}
 		switch {
@@ -229,10 +242,10 @@ func Plan(in Input) (Decision, error) {
 			for _, other := range sel[1:] {
 				d.Intents = append(d.Intents, Intent{Verb: Leave, Member: m, Clusters: []string{other}, Writer: writer, Status: StatusPlacementConflict, Report: true})
 			}
-		case len(known) == 0 && !g.holds:
+		case len(known) == 0 && !g.holds && len(wasPlaced) == 0:
 			// Nothing there and nothing wanted.
 		default:
-			it := Intent{Verb: Remove, Member: m, Clusters: orFirst(known, g.all)}
+			it := Intent{Verb: Remove, Member: m, Clusters: orFirst(known, orFirst(wasPlaced, g.all))}
 			if len(excl) > 0 {
 				it.Verb, it.Clusters = Release, orFirst(known, excl)
 			}

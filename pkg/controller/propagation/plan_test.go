@@ -216,6 +216,25 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "deletion visits a placed cluster neither the record nor the cache lists",
+			in:   Input{Namespace: "shop", Deleting: true, Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")}, Recorded: sets.New("shop.a")},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Remove, Member: "M2", Clusters: []string{"shop.c"}},
+			},
+		},
+		{
+			name:   "deletion waits for an unready member of a placed cluster it knows nothing of",
+			in:     Input{Namespace: "shop", Deleting: true, Placement: typesv1b1.Placement{Clusters: names("shop.c")}},
+			change: []func([]Candidate){notReady("M2")},
+			want:   []Intent{{Verb: Remove, Member: "M2", Clusters: []string{"shop.c"}, Status: StatusWaitingForRemoval, Report: true}},
+		},
+		{
+			name: "deletion visits only the placed member when nothing is recorded or held",
+			in:   Input{Namespace: "shop", Deleting: true, Placement: typesv1b1.Placement{Clusters: names("shop.a")}},
+			want: []Intent{{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}}},
+		},
+		{
 			name:   "another namespace's cell is never written, read or removed: reported instead",
 			in:     Input{Namespace: "shop", Tenant: "acme", Placement: typesv1b1.Placement{Clusters: names("other.a", "shop.c")}, Recorded: sets.New("other.a")},
 			change: []func([]Candidate){holds("M1")},

@@ -354,6 +354,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"InvalidObject", err.Error()}})
 		}
+	} else if placed, err := readWork(stored, fed); err == nil {
+		// Only the placement: the clusters a deletion visits besides
+		// those recorded or holding the object.
+		w.spec.Placement = placed.spec.Placement
 	}
 	rec := c.records.get(key, stored)
 	in, members, err := c.input(fed, w.spec.Placement, deleting, rec)

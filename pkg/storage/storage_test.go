@@ -786,7 +786,7 @@ func casTxn(ctx context.Context, c *clientv3.Client, key string, rev int64, op c
 // holds B's writes too, A's revision stays where A last wrote, and A
 // answers every progress request with it. The API server's watch caches
 // on A then never become fresh, and a restarted replica never becomes
-// ready (docs/soak.md, finding 2).
+// ready (docs/soak.md, the first finding).
 func TestProgressOnAReplicaThatStoppedWriting(t *testing.T) {
 	for name, opts := range backends(t) {
 		if name == "sqlite" {

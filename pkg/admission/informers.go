@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -78,20 +79,57 @@ func (i *Informers) HasSynced() bool {
 	return true
 }
 
-func (i *Informers) Namespace(name string) (*corev1.Namespace, error) {
-	ns, err := i.namespaces.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return ns, err
-}
+// liveReadTimeout bounds the read behind a cache miss.
+const liveReadTimeout = 5 * time.Second
 
-func (i *Informers) Cell(namespace, name string) (*cellv1alpha1.Cell, error) {
-	o, err := i.cells.ByNamespace(namespace).Get(name)
+// orLive reads an object the cache does not hold from the API server.
+// The caches lag writes a little (more on a loaded plane, or on another
+// replica): one kubectl apply of a namespace and a Cell in it, or of a
+// KubeFedCluster and a Cell on it, writes the second before the cache has
+// the first. A miss is rare (new objects, bad input), so each costs one
+// read. It returns nil, nil when the object does not exist.
+func (i *Informers) orLive(gvr schema.GroupVersionResource, namespace, name string, cached runtime.Object, err error) (runtime.Object, error) {
+	if !apierrors.IsNotFound(err) {
+		return cached, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), liveReadTimeout)
+	defer cancel()
+	var ri dynamic.ResourceInterface = i.client.Resource(gvr)
+	if namespace != "" {
+		ri = i.client.Resource(gvr).Namespace(namespace)
+	}
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("reading %s %s/%s missing from the cache: %w", gvr.Resource, namespace, name, err)
+	}
+	return u, nil
+}
+
+var namespacesResource = corev1.SchemeGroupVersion.WithResource("namespaces")
+
+func (i *Informers) Namespace(name string) (*corev1.Namespace, error) {
+	ns, err := i.namespaces.Get(name)
+	if err == nil {
+		return ns, nil
+	}
+	o, err := i.orLive(namespacesResource, "", name, nil, err)
+	if o == nil || err != nil {
+		return nil, err
+	}
+	var live corev1.Namespace
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.(*unstructured.Unstructured).Object, &live); err != nil {
+		return nil, fmt.Errorf("decoding namespace %s: %w", name, err)
+	}
+	return &live, nil
+}
+
+func (i *Informers) Cell(namespace, name string) (*cellv1alpha1.Cell, error) {
+	o, err := i.cells.ByNamespace(namespace).Get(name)
+	o, err = i.orLive(cellv1alpha1.CellsResource, namespace, name, o, err)
+	if o == nil || err != nil {
 		return nil, err
 	}
 	return toCell(o)
@@ -114,19 +152,14 @@ func (i *Informers) Cells(namespace string, selector labels.Selector) ([]*cellv1
 }
 
 func (i *Informers) ClusterExists(name string) (bool, error) {
-	_, err := i.clusters.ByNamespace(i.federationNamespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
+	_, ok, err := i.ClusterLabels(name)
+	return ok, err
 }
 
 func (i *Informers) ClusterLabels(name string) (map[string]string, bool, error) {
 	o, err := i.clusters.ByNamespace(i.federationNamespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, false, nil
-	}
-	if err != nil {
+	o, err = i.orLive(kubefed.KubeFedClustersResource, i.federationNamespace, name, o, err)
+	if o == nil || err != nil {
 		return nil, false, err
 	}
 	u, ok := o.(*unstructured.Unstructured)

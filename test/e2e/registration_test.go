@@ -94,7 +94,7 @@ func agentClient(t *testing.T, f *regFixture, stateDir string) dynamic.ResourceI
 // cluster's registration, revocation, and renewal of a short certificate.
 func TestRegistrationAPI(t *testing.T) {
 	t.Parallel()
-	f := startRegistrationPlane(t, "--agent-cert-validity=15s", "--default-federated-types=") // registers, federates nothing
+	f := startRegistrationPlane(t, "--agent-cert-validity=60s", "--default-federated-types=") // registers, federates nothing
 	members := framework.StartMembers(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -306,12 +306,15 @@ func TestRegistrationAPI(t *testing.T) {
 		t.Errorf("edge-1's agent listing registrations: %v, want Forbidden", err)
 	}
 
-	// Renewal: 15 s certificates are renewed at two thirds, in place.
+	// Renewal: 60 s certificates are renewed at two thirds, in place (long
+	// enough that edge-1's agent above and the revoked one below hold a
+	// valid one on a slow machine: an expired one is Unauthorized, not
+	// Forbidden).
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	renewDone := make(chan error, 1)
 	go func() { renewDone <- registration.Renew(renewCtx, o1, r1.id) }()
 	first := r1.id.Leaf()
-	if err := framework.Poll(ctx, 200*time.Millisecond, 40*time.Second, func(context.Context) (bool, error) {
+	if err := framework.Poll(ctx, 200*time.Millisecond, 75*time.Second, func(context.Context) (bool, error) {
 		return r1.id.Leaf().SerialNumber.Cmp(first.SerialNumber) != 0, nil
 	}); err != nil {
 		t.Fatalf("the agent certificate was not renewed (first expires %s): %v", first.NotAfter, err)

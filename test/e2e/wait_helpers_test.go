@@ -21,8 +21,9 @@ import (
 )
 
 // controllerTimeout is how long a wait gives the plane, its controllers
-// and cellfed-controller.
-const controllerTimeout = 90 * time.Second
+// and cellfed-controller: what takes a second here can take a minute on a
+// CI machine running four tests at a time at three times the load.
+const controllerTimeout = 150 * time.Second
 
 // waitFor polls cond every 100 ms until it holds, failing the test after
 // controllerTimeout with cond's last error.

@@ -2,10 +2,12 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +17,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-const readyTimeout = 60 * time.Second
+// readyTimeout is how long a server may take to answer /readyz with ok.
+// Idle, the plane is ready in about 7 s; with the end-to-end tests
+// running four at a time on two CPUs the load reaches 8–9, and CI
+// machines have run the suite up to three times slower still.
+const readyTimeout = 180 * time.Second
 
 // Server is a running API server process with an admin kubeconfig.
 type Server struct {
@@ -92,8 +98,46 @@ func (s *Server) Client(t testing.TB) kubernetes.Interface {
 	return c
 }
 
-// WaitReady polls /readyz until it answers ok.
+// WaitReady polls /readyz until it answers ok. On a timeout it reports
+// the checks /readyz?verbose names as failing.
 func (s *Server) WaitReady(ctx context.Context) error {
+	err := s.pollReady(ctx)
+	if err == nil || errors.Is(err, errExited) {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, s.readyzVerbose())
+}
+
+// readyzVerbose is the status and failing lines of /readyz?verbose.
+func (s *Server) readyzVerbose() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return fmt.Sprintf("no kubeconfig: %v", err)
+	}
+	if err := s.withProxy(cfg); err != nil {
+		return err.Error()
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err.Error()
+	}
+	var code int
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").Do(ctx).StatusCode(&code).Raw()
+	var failing []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "[-]") {
+			failing = append(failing, l)
+		}
+	}
+	if len(failing) == 0 {
+		return fmt.Sprintf("/readyz?verbose: HTTP %d, %v", code, err)
+	}
+	return fmt.Sprintf("/readyz?verbose: HTTP %d, failing: %s", code, strings.Join(failing, "; "))
+}
+
+func (s *Server) pollReady(ctx context.Context) error {
 	return Poll(ctx, 50*time.Millisecond, readyTimeout, func(ctx context.Context) (bool, error) {
 		if err := exitedError(s.Process); err != nil {
 			return false, err

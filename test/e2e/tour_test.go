@@ -22,11 +22,11 @@ func TestDemo(t *testing.T) {
 	t.Parallel()
 	root := framework.RepoRoot(t)
 	framework.Binary(t, "member-apiserver") // fails with `make build` when missing
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "demo.sh"))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "DEMO_EXIT=1", "DEMO_STEP=0", "DEMO_TIMEOUT=120", "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "DEMO_EXIT=1", "DEMO_STEP=0", "DEMO_TIMEOUT=240", "TMPDIR="+t.TempDir())
 	if dir := os.Getenv("CELLFED_BIN_DIR"); dir != "" {
 		cmd.Env = append(cmd.Env, "BIN="+dir)
 	}

@@ -359,8 +359,8 @@ func TestPropagation(t *testing.T) {
 		_ = f.controller.Wait(ctx)
 		start := time.Now()
 		f.controller = framework.StartStandbyController(outer, f.plane, args...)
-		if err := f.controller.WaitReady(ctx, 20*time.Second); err != nil {
-			t.Fatalf("restarted under its own name, the controller was not ready within 20 s (its Lease lasts 30 s): %v", err)
+		if err := f.controller.WaitReady(ctx, 28*time.Second); err != nil {
+			t.Fatalf("restarted under its own name, the controller was not ready within 28 s (its Lease lasts 30 s: it did not take its own Lease back): %v", err)
 		}
 		t.Logf("ready %s after a kill -9 and restart, with 3 members", time.Since(start).Round(10*time.Millisecond))
 		waitAllPropagated(t, f, "shop", 20)

@@ -26,7 +26,7 @@ if [ ! -d /var/lib/mysql/mysql ]; then
 fi
 start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
 
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
   if addr_ok; then echo "mariadb: running on 127.0.0.1:3306"; exit 0; fi
   # A fresh install may only allow root over the unix socket.
   mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" >/dev/null 2>&1 || true

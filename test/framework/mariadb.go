@@ -105,10 +105,23 @@ func StartMariaDB(t testing.TB, extra ...string) *MariaDB {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--user=root",
-		"--auth-root-authentication-method=normal", "--skip-test-db")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+	// mariadb-install-db has failed now and then with several private
+	// servers installing at once on a loaded machine ("Installation of
+	// system tables failed"); a second try in a clean directory worked.
+	for try := 1; ; try++ {
+		install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--user=root",
+			"--auth-root-authentication-method=normal", "--skip-test-db")
+		out, err := install.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("mariadb-install-db (%d tries): %v\n%s", try, err, out)
+		}
+		t.Logf("mariadb-install-db failed (try %d), trying again: %v\n%s", try, err, out)
+		if err := os.RemoveAll(data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	port := FreePort(t)
 	args := append([]string{

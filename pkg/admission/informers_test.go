@@ -31,7 +31,9 @@ func storedObject(gvr schema.GroupVersionResource, kind, namespace, name string,
 // not exist.
 func TestCacheMissReadsLive(t *testing.T) {
 	const fedNS = "kube-federation-system"
-	cachedCluster := storedObject(kubefed.KubeFedClustersResource, "KubeFedCluster", fedNS, "cached", map[string]string{"where": "cache"})
+	// The server's copy of "cached" differs from the cache's: a hit must
+	// not read the server.
+	cachedCluster := storedObject(kubefed.KubeFedClustersResource, "KubeFedCluster", fedNS, "cached", map[string]string{"where": "server"})
 	liveCluster := storedObject(kubefed.KubeFedClustersResource, "KubeFedCluster", fedNS, "live", map[string]string{"where": "server"})
 	liveCell := storedObject(cellv1alpha1.CellsResource, "Cell", "shop", "rz00a", nil)
 	liveNS := storedObject(namespacesResource, "Namespace", "", "shop", map[string]string{"cellfed.io/tenant": "acme"})

@@ -71,11 +71,12 @@ func (f *regFixture) registration(t *testing.T, name string) *cellv1alpha1.Clust
 	return &r
 }
 
-// waitPhase waits up to 30 s for the registration to reach phase want.
+// waitPhase waits up to controllerTimeout for the registration to reach
+// phase want.
 func (f *regFixture) waitPhase(t *testing.T, name string, want cellv1alpha1.RegistrationPhase) *cellv1alpha1.ClusterRegistration {
 	t.Helper()
 	var last *cellv1alpha1.ClusterRegistration
-	err := framework.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := framework.Poll(context.Background(), 100*time.Millisecond, controllerTimeout, func(ctx context.Context) (bool, error) {
 		u, err := f.dyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

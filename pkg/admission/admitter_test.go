@@ -79,8 +79,6 @@ func (f *fakeLookup) Cells(namespace string, selector labels.Selector) ([]*cellv
 	return out, nil
 }
 
-func (f *fakeLookup) ClusterExists(name string) (bool, error) { return f.clusters[name], nil }
-
 func (f *fakeLookup) ClusterLabels(name string) (map[string]string, bool, error) {
 	if !f.clusters[name] {
 		return nil, false, nil

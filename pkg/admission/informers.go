@@ -94,11 +94,7 @@ func (i *Informers) orLive(gvr schema.GroupVersionResource, namespace, name stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), liveReadTimeout)
 	defer cancel()
-	var ri dynamic.ResourceInterface = i.client.Resource(gvr)
-	if namespace != "" {
-		ri = i.client.Resource(gvr).Namespace(namespace)
-	}
-	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	u, err := i.client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -149,11 +145,6 @@ func (i *Informers) Cells(namespace string, selector labels.Selector) ([]*cellv1
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-func (i *Informers) ClusterExists(name string) (bool, error) {
-	_, ok, err := i.ClusterLabels(name)
-	return ok, err
 }
 
 func (i *Informers) ClusterLabels(name string) (map[string]string, bool, error) {

@@ -17,8 +17,6 @@ type Lookup interface {
 	Cell(namespace, name string) (*cellv1alpha1.Cell, error)
 	// Cells lists the Cells of namespace whose labels match selector.
 	Cells(namespace string, selector labels.Selector) ([]*cellv1alpha1.Cell, error)
-	// ClusterExists says whether a KubeFedCluster of that name exists.
-	ClusterExists(name string) (bool, error)
 	// ClusterLabels returns the labels of a KubeFedCluster; ok is false
 	// when it does not exist.
 	ClusterLabels(name string) (labels map[string]string, ok bool, err error)

@@ -112,14 +112,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 func (s *Server) readyzVerbose() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		return fmt.Sprintf("no kubeconfig: %v", err)
-	}
-	if err := s.withProxy(cfg); err != nil {
-		return err.Error()
-	}
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := s.readyzClient()
 	if err != nil {
 		return err.Error()
 	}
@@ -137,21 +130,27 @@ func (s *Server) readyzVerbose() string {
 	return fmt.Sprintf("/readyz?verbose: HTTP %d, failing: %s", code, strings.Join(failing, "; "))
 }
 
+// readyzClient reaches s as its admin kubeconfig says, through its proxy
+// when it has one.
+func (s *Server) readyzClient() (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.withProxy(cfg); err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
 func (s *Server) pollReady(ctx context.Context) error {
 	return Poll(ctx, 50*time.Millisecond, readyTimeout, func(ctx context.Context) (bool, error) {
 		if err := exitedError(s.Process); err != nil {
 			return false, err
 		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+		c, err := s.readyzClient()
 		if err != nil {
-			return false, err // not written yet
-		}
-		if err := s.withProxy(cfg); err != nil {
-			return false, err
-		}
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return false, err
+			return false, err // the kubeconfig is not written yet
 		}
 		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {

@@ -168,9 +168,10 @@ func TestAgentDeploymentIdentity(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("certificate renewed into the Secret %v after the agent was rescheduled", time.Since(restart).Round(time.Millisecond))
-	if !strings.Contains(agent.Log(), "Renewed the agent certificate") {
-		t.Errorf("the agent did not log its renewal:\n%s", agent.Tail(10))
-	}
+	// The agent logs the renewal after it has stored it: wait for the line.
+	eventually(t, "the agent to log its renewal", func() (bool, string) {
+		return strings.Contains(agent.Log(), "Renewed the agent certificate"), agent.Tail(10)
+	})
 	eventually(t, "the member to answer through the renewed agent", func() (bool, string) {
 		_, err := via.Client(t).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		if err != nil {

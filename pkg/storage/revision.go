@@ -9,13 +9,14 @@ import (
 	"github.com/k3s-io/kine/pkg/server"
 )
 
-// Shared databases (MySQL, PostgreSQL) are served through these schemes:
-// kine's own driver behind polledRevision. The endpoint keeps its scheme
-// in logs and flags; only the string handed to kine carries the prefix.
+// Databases are served through these schemes: kine's own driver behind
+// checkedCreate and, for the shared ones (MySQL, PostgreSQL), behind
+// polledRevision. The endpoint keeps its scheme in logs and flags; only
+// the string handed to kine carries the prefix.
 const sharedSchemePrefix = "cellfed-"
 
 func init() {
-	for _, scheme := range []string{"mysql", "postgres", "postgresql"} {
+	for _, scheme := range []string{"sqlite", "mysql", "postgres", "postgresql"} {
 		inner, ok := drivers.Get(scheme)
 		if !ok {
 			panic("kine has no driver for " + scheme)
@@ -28,7 +29,10 @@ func init() {
 			if err != nil || backend == nil {
 				return leaderElect, backend, err
 			}
-			return leaderElect, &polledRevision{Backend: backend}, nil
+			if scheme == "sqlite" {
+				return leaderElect, checkedCreate{backend}, nil
+			}
+			return leaderElect, &polledRevision{Backend: checkedCreate{backend}}, nil
 		})
 	}
 }

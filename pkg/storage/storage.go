@@ -96,7 +96,7 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		if err := EnsureWritableDir(filepath.Dir(path)); err != nil {
 			return nil, err
 		}
-		kineEndpoint = o.sqliteEndpoint()
+		kineEndpoint = sharedSchemePrefix + o.sqliteEndpoint()
 		description = "sqlite " + path
 	}
 

@@ -871,3 +871,66 @@ func writeThroughBoth(ctx context.Context, t *testing.T, a, b *clientv3.Client, 
 	}
 	return bLast.Load()
 }
+
+// TestCreateThatWasNotStoredIsAnError makes the database refuse one key's
+// insert (a trigger) while reads keep working: the create must fail, not
+// be acknowledged at the current revision without a row, which kine
+// v0.17.5 does on its own, and the key must not appear later.
+func TestCreateThatWasNotStoredIsAnError(t *testing.T) {
+	const key = "/registry/configmaps/default/refused"
+	refuse := map[string]struct {
+		driver string
+		dsn    func(o *storage.Options) string
+		sql    []string
+	}{
+		"sqlite": {"sqlite3", func(o *storage.Options) string {
+			return filepath.Join(o.DataDir, "db", "state.db") + "?_busy_timeout=30000"
+		}, []string{`CREATE TRIGGER refuse BEFORE INSERT ON kine WHEN NEW.name = '` + key + `' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`}},
+		"mariadb": {"mysql", func(o *storage.Options) string { return strings.TrimPrefix(o.Endpoint, "mysql://") },
+			[]string{`CREATE TRIGGER refuse BEFORE INSERT ON kine FOR EACH ROW BEGIN IF NEW.name = '` + key + `' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`}},
+		"postgres": {"pgx", func(o *storage.Options) string { return o.Endpoint }, []string{
+			`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.name = '` + key + `' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`,
+			`CREATE TRIGGER refuse BEFORE INSERT ON kine FOR EACH ROW EXECUTE FUNCTION refuse()`,
+		}},
+	}
+	for name, options := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			o := options(t)
+			c := startKine(t, o)
+			r := refuse[name]
+			db, err := sql.Open(r.driver, r.dsn(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, stmt := range r.sql {
+				if _, err := db.Exec(stmt); err != nil {
+					t.Fatalf("installing the refusing trigger: %v", err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			if _, err := casTxn(ctx, c, "/registry/configmaps/default/kept", 0, clientv3.OpPut("/registry/configmaps/default/kept", "kept")); err != nil {
+				t.Fatalf("create of another key: %v", err)
+			}
+			rev, err := casTxn(ctx, c, key, 0, clientv3.OpPut(key, "lost"))
+			if err == nil {
+				t.Errorf("create of a key whose insert the database refused succeeded at revision %d, want an error", rev)
+			}
+			got, err := c.Get(ctx, key)
+			if err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			if len(got.Kvs) != 0 {
+				t.Errorf("the refused key is stored: %v", got.Kvs)
+			}
+			if _, err := db.Exec(`DROP TRIGGER refuse` + map[string]string{"postgres": " ON kine"}[name]); err != nil {
+				t.Fatalf("dropping the trigger: %v", err)
+			}
+			if _, err := casTxn(ctx, c, key, 0, clientv3.OpPut(key, "stored")); err != nil {
+				t.Fatalf("create once the database accepts it again: %v", err)
+			}
+		})
+	}
+}

@@ -64,7 +64,7 @@ kubeconfig in --data-dir; later starts reuse them.`,
 			return apiserver.Run(genericapiserver.SetupSignalContext(), o)
 		},
 	}
-	cmd.AddCommand(newInitCommand(), newMigrateCommand(), newBackupCommand(), newRestoreCommand())
+	cmd.AddCommand(newInitCommand(), newMigrateCommand(), newBackupCommand(), newRestoreCommand(), newSplitCommand())
 	var fss cliflag.NamedFlagSets
 	o.AddFlags(&fss)
 	verflag.AddFlags(fss.FlagSet("global"))

@@ -142,6 +142,18 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if len(overrides) > 0 {
+		// Each override's database learns that this replica serves its
+		// resource from there (cellfed-apiserver split --finish checks).
+		id := server.GenericAPIServer.APIServerID
+		if err := server.GenericAPIServer.AddPostStartHook("cellfed-datastore-serving", func(hookCtx genericapiserver.PostStartHookContext) error {
+			ctx, cancel := context.WithTimeout(hookCtx, time.Minute)
+			defer cancel()
+			return storage.RecordServing(ctx, overrides, id, time.Now())
+		}); err != nil {
+			return fmt.Errorf("adding datastore serving hook: %w", err)
+		}
+	}
 	// PropagatedVersions: the stored ones merged with views of the
 	// records kept in federated objects' status, behind the plane's
 	// filters (RBAC on propagatedversions applies to both).

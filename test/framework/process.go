@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -165,7 +166,11 @@ func (p *Process) start(bin string, args ...string) error {
 }
 
 // Restart starts the same command again after the process has stopped.
-func (p *Process) Restart() error {
+func (p *Process) Restart() error { return p.RestartWith() }
+
+// RestartWith starts the same command with extra arguments added after
+// the process has stopped; later restarts keep them.
+func (p *Process) RestartWith(extra ...string) error {
 	p.mu.Lock()
 	cmd := p.cmd
 	p.mu.Unlock()
@@ -174,7 +179,7 @@ func (p *Process) Restart() error {
 	default:
 		return fmt.Errorf("%s is still running", p.Name)
 	}
-	return p.start(cmd.Path, cmd.Args[1:]...)
+	return p.start(cmd.Path, append(slices.Clone(cmd.Args[1:]), extra...)...)
 }
 
 // Exited reports whether the process has ended, and how.

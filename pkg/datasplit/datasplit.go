@@ -179,7 +179,7 @@ func Finish(ctx context.Context, o Options) error {
 		return fmt.Errorf("%d of %d running replicas do not serve %s from %s yet: %s; restart each with --datastore-override=%s=… and run --finish again (writes stay frozen)",
 			len(missing), len(live), o.Resource, o.To.Description, strings.Join(missing, ", "), storage.GroupResourceString(o.Resource))
 	}
-	if err := writefreeze.Thaw(ctx, kube, o.Resource); err != nil {
+	if err := thaw(ctx, o, kube); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "all %d running replicas serve %s from %s; writes to it resumed after %s frozen\n",
@@ -194,7 +194,24 @@ func Abort(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return writefreeze.Thaw(ctx, kube, o.Resource)
+	return thaw(ctx, o, kube)
+}
+
+// thaw deletes the freeze and waits until writes are admitted again.
+func thaw(ctx context.Context, o Options, kube kubernetes.Interface) error {
+	t, err := resolve(ctx, o.Config, o.Resource)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(o.Config)
+	if err != nil {
+		return err
+	}
+	if err := writefreeze.Thaw(ctx, kube, o.Resource); err != nil {
+		return err
+	}
+	probe := func(ctx context.Context) error { return dryRunWrite(ctx, dyn, t) }
+	return writefreeze.WaitLifted(ctx, o.Resource, probe, 10, o.EnforceTimeout)
 }
 
 // Missing are the live replicas without a serving record written since

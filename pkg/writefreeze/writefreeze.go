@@ -144,3 +144,22 @@ func WaitEnforced(ctx context.Context, gr schema.GroupResource, probe func(conte
 	}
 	return nil
 }
+
+// WaitLifted calls probe until it has not been refused by the freeze
+// `times` times in a row, or timeout: every replica's admission has
+// dropped the deleted policy.
+func WaitLifted(ctx context.Context, gr schema.GroupResource, probe func(context.Context) error, times int, timeout time.Duration) error {
+	streak := 0
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if Refused(probe(ctx), gr) {
+			streak = 0
+			return false, nil
+		}
+		streak++
+		return streak >= times, nil
+	})
+	if err != nil {
+		return fmt.Errorf("writes to %s are still refused %s after the freeze was deleted", gr, timeout)
+	}
+	return nil
+}

@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 )
 
@@ -74,4 +76,54 @@ func TestManagedLabelRemovedWithoutFederatedObject(t *testing.T) {
 	if kept.Labels[clusters.ManagedLabel] != "true" {
 		t.Errorf("shop/kept, which has its federated object, lost its managed label: %v", kept.Labels)
 	}
+}
+
+// TestRetireCell: deleting a Cell that objects place is refused with the
+// objects, their count and both ways out; `cell delete --drain` removes
+// what was placed through the cell from its member (an orphan-annotated
+// object stays there, unmanaged), leaves the other cell alone, deletes the
+// Cell, and a placement still naming it reports CellNotFound.
+func TestRetireCell(t *testing.T) {
+	t.Parallel()
+	f := startFederation(t, 2)
+	fedConfigMaps := fedResource("federatedconfigmaps", "v1beta2")
+	cells := []string{"rz00a", "rz10a"}
+	f.kubectl.MustRun(t, configMap("shop", "app", "a: b", cells, ""), "apply", "-f", "-")
+	f.kubectl.MustRun(t, configMap("shop", "kept", "a: b", cells, "  annotations: {kubefed.io/orphan: \"true\"}"), "apply", "-f", "-")
+	for _, name := range []string{"app", "kept"} {
+		f.waitSettled(t, fedConfigMaps, "shop", name, map[string]string{"rz00a": "OK", "rz10a": "OK"})
+	}
+
+	line := f.ctl.fails(t, "placed by 2 federated objects", "cell", "delete", "rz00a", "-n", "shop")
+	for _, want := range []string{"FederatedConfigMap/app", "FederatedConfigMap/kept", "spec.placement", "cell delete rz00a -n shop --drain"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("refusal %q does not say %q", line, want)
+		}
+	}
+	if f.memberObject(t, 0, configmaps, "shop", "app") == nil {
+		t.Fatal("the refused deletion removed shop/app from member-0")
+	}
+
+	out := f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop", "--drain", "--timeout=90s")
+	if !strings.Contains(out, "cell shop/rz00a: draining") || !strings.Contains(out, "cell shop/rz00a drained and deleted") {
+		t.Errorf("drain output %q lacks its progress and its end", out)
+	}
+	if _, err := f.dyn.Resource(cellv1alpha1.CellsResource).Namespace("shop").Get(context.Background(), "rz00a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("cell shop/rz00a after the drain: %v, want NotFound", err)
+	}
+	if f.memberObject(t, 0, configmaps, "shop", "app") != nil {
+		t.Error("member-0 still holds shop/app after the drain of rz00a")
+	}
+	kept := f.memberObject(t, 0, configmaps, "shop", "kept")
+	if kept == nil {
+		t.Error("the drain deleted shop/kept, annotated kubefed.io/orphan=true")
+	} else if _, has := kept.GetLabels()[clusters.ManagedLabel]; has {
+		t.Errorf("shop/kept left on member-0 is still labelled managed: %v", kept.GetLabels())
+	}
+	for _, name := range []string{"app", "kept"} {
+		if f.memberObject(t, 1, configmaps, "shop", name) == nil {
+			t.Errorf("the drain of rz00a removed shop/%s from member-1 (rz10a)", name)
+		}
+	}
+	f.waitSettled(t, fedConfigMaps, "shop", "app", map[string]string{"rz00a": "CellNotFound", "rz10a": "OK"})
 }

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/test/framework"
 )
 
 // TestManagedLabelRemovedWithoutFederatedObject: KubeFed's rule ("should
@@ -104,9 +107,15 @@ func TestRetireCell(t *testing.T) {
 		t.Fatal("the refused deletion removed shop/app from member-0")
 	}
 
-	out := f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop", "--drain", "--timeout=90s")
-	if !strings.Contains(out, "cell shop/rz00a: draining") || !strings.Contains(out, "cell shop/rz00a drained and deleted") {
-		t.Errorf("drain output %q lacks its progress and its end", out)
+	// Interrupted at once (the timeout): the drain has started and
+	// goes on; the same command resumes the wait.
+	out, errOut, code := f.ctl.run(t, "cell", "delete", "rz00a", "-n", "shop", "--drain", "--timeout=1ms")
+	if code != 1 || !strings.Contains(out, "cell shop/rz00a: draining") || !strings.Contains(errOut, "it keeps draining") || !strings.Contains(errOut, "--drain` again") {
+		t.Fatalf("drain with a 1ms timeout: exit %d, stdout %q, stderr %q; want exit 1 saying the drain goes on and how to resume", code, out, errOut)
+	}
+	out = f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop", "--drain", "--timeout=90s")
+	if !strings.Contains(out, "cell shop/rz00a: already draining") || !strings.Contains(out, "cell shop/rz00a drained and deleted") {
+		t.Errorf("resumed drain output %q lacks its resumption and its end", out)
 	}
 	if _, err := f.dyn.Resource(cellv1alpha1.CellsResource).Namespace("shop").Get(context.Background(), "rz00a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("cell shop/rz00a after the drain: %v, want NotFound", err)
@@ -126,4 +135,68 @@ func TestRetireCell(t *testing.T) {
 		}
 	}
 	f.waitSettled(t, fedConfigMaps, "shop", "app", map[string]string{"rz00a": "CellNotFound", "rz10a": "OK"})
+}
+
+// TestNamespaceDeletionFinishesOnAMemberThatWasDown: a workspace
+// namespace is deleted on the plane while the member of one of its cells
+// is killed (SIGKILL). The plane's namespace may not be gone before that
+// member is back, and once it is back, the member holds nothing the
+// federation created there within 60 s (issue 30 §1).
+func TestNamespaceDeletionFinishesOnAMemberThatWasDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := startFederation(t, 2)
+	fedConfigMaps := fedResource("federatedconfigmaps", "v1beta2")
+	cells := []string{"rz00a", "rz10a"}
+	for _, name := range []string{"one", "two"} {
+		f.kubectl.MustRun(t, configMap("shop", name, "a: b", cells, ""), "apply", "-f", "-")
+	}
+	for _, name := range []string{"one", "two"} {
+		f.waitSettled(t, fedConfigMaps, "shop", name, map[string]string{"rz00a": "OK", "rz10a": "OK"})
+	}
+
+	f.members[1].Kill()
+	eventually(t, "member-1 not ready in the plane", func() (bool, string) {
+		st, err := clusterCondition(ctx, f.dyn, "member-1", "Ready")
+		return err == nil && st != "True", fmt.Sprintf("Ready=%q err=%v", st, err)
+	})
+	f.kubectl.MustRun(t, "", "delete", "namespace", "shop", "--wait=false")
+	planeNS := func() bool {
+		_, err := f.dyn.Resource(namespaces).Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("reading the plane's namespace shop: %v", err)
+		}
+		return err == nil
+	}
+	// member-0 is up: its copies go while member-1's wait.
+	eventually(t, "member-0's copies removed", func() (bool, string) {
+		for _, name := range []string{"one", "two"} {
+			if f.memberObject(t, 0, configmaps, "shop", name) != nil {
+				return false, "member-0 still holds shop/" + name
+			}
+		}
+		return true, ""
+	})
+	if !planeNS() {
+		t.Fatal("the plane's namespace shop is gone while member-1, which holds its objects, is down")
+	}
+
+	f.members[1].RestartAndWait(t)
+	m1 := f.memberKube[1]
+	deadline := time.Now().Add(60 * time.Second)
+	if err := framework.Poll(ctx, 200*time.Millisecond, time.Until(deadline), func(ctx context.Context) (bool, error) {
+		list, err := m1.CoreV1().ConfigMaps("shop").List(ctx, metav1.ListOptions{LabelSelector: clusters.ManagedLabel + "=true"})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 {
+			return false, fmt.Errorf("member-1 still holds %d managed ConfigMaps in shop (first %s)", len(list.Items), list.Items[0].Name)
+		}
+		if planeNS() {
+			return false, errors.New("the plane's namespace shop is still there")
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("60 s after member-1 came back: %v", err)
+	}
 }

@@ -23,6 +23,10 @@ func (a *Admitter) validateCellDeletion(r Request) (field.ErrorList, error) {
 	if r.OldObject == nil {
 		return nil, nil
 	}
+	// The object's own name and namespace: a DeleteCollection (the
+	// namespace controller deleting a terminating namespace's Cells)
+	// admits each item with the request's empty name.
+	r.Namespace, r.Name = r.OldObject.GetNamespace(), r.OldObject.GetName()
 	cluster := cellv1alpha1.CellClusterName(r.Namespace, r.Name)
 	clusterLabels, _, err := a.Lookup.ClusterLabels(cluster)
 	if err != nil {

@@ -39,6 +39,9 @@ func TestValidateCellDeletion(t *testing.T) {
 		wantErr  bool
 		contains []string
 		absent   []string
+		// collection: admitted as a DeleteCollection item is, without
+		// the name (or namespace) in the request.
+		collection bool
 	}{
 		{name: "nothing places it", old: cellObj(false, &zero)},
 		{
@@ -59,11 +62,19 @@ func TestValidateCellDeletion(t *testing.T) {
 		},
 		{name: "drained", placing: []string{"FederatedDeployment/web"}, old: cellObj(true, &zero)},
 		{name: "holds nothing but not draining: still refused", placing: []string{"FederatedDeployment/web"}, old: cellObj(false, &zero), wantErr: true, contains: []string{"--drain"}},
+		{
+			name: "one item of a DeleteCollection (no name in the request): the object's name counts", placing: []string{"FederatedDeployment/web"}, old: cellObj(false, &two), wantErr: true,
+			collection: true, contains: []string{"cell rz00a is placed by 1 federated objects"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdmitter()
 			a.Lookup.(*fakeLookup).placing = map[string][]string{"shop.rz00a": tc.placing}
-			err := a.Validate(Request{Operation: Delete, Kind: cellKind.WithVersion("v1alpha1"), Namespace: "shop", Name: "rz00a", OldObject: tc.old})
+			r := Request{Operation: Delete, Kind: cellKind.WithVersion("v1alpha1"), Namespace: "shop", Name: "rz00a", OldObject: tc.old}
+			if tc.collection {
+				r.Name = ""
+			}
+			err := a.Validate(r)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Validate = %v, want error %v", err, tc.wantErr)
 			}

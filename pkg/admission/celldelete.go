@@ -70,10 +70,18 @@ func cellDeletionErrors(namespace, cell string, draining bool, placing []string,
 			holds = fmt.Sprintf("still holds %d", held)
 		}
 		return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
-			"cell %s is draining but %s of its member objects; %d federated objects place it (%s). Wait for the drain to finish: cellfedctl cell delete %s -n %s --drain waits, then deletes the cell",
-			cell, holds, count, listed, cell, namespace))}
+			"cell %s is draining but %s of its member objects; %s place it (%s). Wait for the drain to finish: cellfedctl cell delete %s -n %s --drain waits, then deletes the cell",
+			cell, holds, objectsCount(count), listed, cell, namespace))}
 	}
 	return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
-		"cell %s is placed by %d federated objects (%s); deleting it would strand what they put on its cluster. Either remove the cell from those objects' spec.placement first, or run cellfedctl cell delete %s -n %s --drain, which removes their member objects from the cell (objects annotated kubefed.io/orphan=true are left in place, unmanaged), waits for them to be gone, then deletes the cell",
-		cell, count, listed, cell, namespace))}
+		"cell %s is placed by %s (%s); deleting it would strand what they put on its cluster. Either remove the cell from those objects' spec.placement first, or run cellfedctl cell delete %s -n %s --drain, which removes their member objects from the cell (objects annotated kubefed.io/orphan=true are left in place, unmanaged), waits for them to be gone, then deletes the cell",
+		cell, objectsCount(count), listed, cell, namespace))}
+}
+
+// objectsCount is "1 federated object" or "n federated objects".
+func objectsCount(n int) string {
+	if n == 1 {
+		return "1 federated object"
+	}
+	return fmt.Sprintf("%d federated objects", n)
 }

@@ -64,7 +64,7 @@ func TestValidateCellDeletion(t *testing.T) {
 		{name: "holds nothing but not draining: still refused", placing: []string{"FederatedDeployment/web"}, old: cellObj(false, &zero), wantErr: true, contains: []string{"--drain"}},
 		{
 			name: "one item of a DeleteCollection (no name in the request): the object's name counts", placing: []string{"FederatedDeployment/web"}, old: cellObj(false, &two), wantErr: true,
-			collection: true, contains: []string{"cell rz00a is placed by 1 federated objects"},
+			collection: true, contains: []string{"cell rz00a is placed by 1 federated object ("},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -265,6 +265,7 @@ func statusEntries(props map[string]apiextensionsv1.JSONSchemaProps) apiextensio
 	props["ready"] = apiextensionsv1.JSONSchemaProps{Type: "boolean"}
 	props["message"] = str()
 	props["remoteStatus"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	props["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int32"}
 	return array(object(props, "name"))
 }
 
@@ -334,13 +335,10 @@ func v1beta2Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 		object(map[string]apiextensionsv1.JSONSchemaProps{
 			"observedGeneration": {Type: "integer", Format: "int64"},
 			"conditions":         conditions(),
-			"topologies": statusEntries(map[string]apiextensionsv1.JSONSchemaProps{
-				"cluster":  str(),
-				"replicas": {Type: "integer", Format: "int32"},
-			}),
-			"released":   str(),
-			"propagated": str(),
-			"ready":      str(),
+			"topologies":         statusEntries(map[string]apiextensionsv1.JSONSchemaProps{"cluster": str()}),
+			"released":           str(),
+			"propagated":         str(),
+			"ready":              str(),
 			"record": object(map[string]apiextensionsv1.JSONSchemaProps{
 				"templateVersion":  str(),
 				"overridesVersion": str(),

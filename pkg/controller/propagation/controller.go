@@ -372,7 +372,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
 	}
 	if !deleting {
-		if w.divided, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides); err != nil {
+		var fresh map[string]observation
+		if w.division != nil {
+			fresh = c.observe(fed, decision.Intents, members)
+		}
+		if w.divided, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ReplicaDivisionFailed", "%v", err)
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ReplicaDivisionFailed", err.Error()}})
 		}

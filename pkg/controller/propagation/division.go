@@ -51,7 +51,11 @@ func divisionSpec(stored *unstructured.Unstructured) (*typesv1b2.Spec, error) {
 // (division.Step) from what each cluster was assigned before (the
 // status's replicas). It returns nil when the object is not divided.
 // Failover counts a cluster whose member is not ready as failing.
-func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override) (map[string]int32, error) {
+//
+// fresh is what each member's cache shows of the object now, by member
+// (observe): its counts win over the last status written, so a step
+// follows readiness as soon as a member reports it.
+func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation) (map[string]int32, error) {
 	if spec == nil {
 		return nil, nil
 	}
@@ -95,6 +99,9 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 		}
 		ps := prev[cl]
 		counts := remoteCounts(ps.RemoteStatus)
+		if o, ok := fresh[it.Member]; ok && o.state == observedPresent {
+			counts = remoteCounts(o.remoteStatus)
+		}
 		switch {
 		case ps.Replicas != nil:
 			c.Current = *ps.Replicas

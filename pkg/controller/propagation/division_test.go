@@ -48,28 +48,34 @@ func TestDivide(t *testing.T) {
 		cur       typesv1b1.Status
 		intents   []Intent
 		overrides []typesv1b1.Override
+		fresh     map[string]observation
 		want      map[string]int32
 	}{
-		{"no division", nil, 10, typesv1b1.Status{}, all, nil, nil},
-		{"first write: weights 1:2:2", weights, 10, typesv1b1.Status{}, all, nil, steady},
-		{"scale to 11: one cell gets the extra", weights, 11, was(steady, steady), all, nil, map[string]int32{"shop.a": 2, "shop.b": 5, "shop.c": 4}},
+		{"no division", nil, 10, typesv1b1.Status{}, all, nil, nil, nil},
+		{"first write: weights 1:2:2", weights, 10, typesv1b1.Status{}, all, nil, nil, steady},
+		{"scale to 11: one cell gets the extra", weights, 11, was(steady, steady), all, nil, nil, map[string]int32{"shop.a": 2, "shop.b": 5, "shop.c": 4}},
 		{"a held cell keeps what it runs", weights, 11, was(steady, steady),
-			[]Intent{ensure("shop.a", ""), held("shop.b"), ensure("shop.c", "")}, nil, steady},
+			[]Intent{ensure("shop.a", ""), held("shop.b"), ensure("shop.c", "")}, nil, nil, steady},
 		{"an explicit replicas override wins", weights, 10, was(steady, steady), all,
-			[]typesv1b1.Override{{ClusterName: "shop.a", ClusterOverrides: []typesv1b1.ClusterOverride{{Path: "/spec/replicas", Value: &runtime.RawExtension{Raw: []byte("6")}}}}},
+			[]typesv1b1.Override{{ClusterName: "shop.a", ClusterOverrides: []typesv1b1.ClusterOverride{{Path: "/spec/replicas", Value: &runtime.RawExtension{Raw: []byte("6")}}}}}, nil,
 			map[string]int32{"shop.a": 6, "shop.b": 2, "shop.c": 2}},
 		{"failover raises the others first, keeps the failing cell's replicas", failover, 9,
 			was(map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}, map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}),
-			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil,
+			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil, nil,
 			map[string]int32{"shop.a": 4, "shop.b": 3, "shop.c": 3}},
+		{"a step follows what the member's cache shows now, not the last status", failover, 9,
+			was(map[string]int32{"shop.a": 4, "shop.b": 3, "shop.c": 3}, map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}),
+			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil,
+			map[string]observation{"shop.a": {state: observedPresent, remoteStatus: &runtime.RawExtension{Raw: []byte(`{"replicas":4,"readyReplicas":4}`)}}},
+			map[string]int32{"shop.a": 4, "shop.b": 4, "shop.c": 2}},
 		{"failover lowers the failing cell once the others are ready", failover, 9,
 			was(map[string]int32{"shop.a": 4, "shop.b": 5, "shop.c": 3}, map[string]int32{"shop.a": 4, "shop.b": 5, "shop.c": 3}),
-			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil,
+			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil, nil,
 			map[string]int32{"shop.a": 4, "shop.b": 5, "shop.c": 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides)
+			got, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -376,9 +376,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		if w.division != nil {
 			fresh = c.observe(fed, decision.Intents, members)
 		}
-		if w.divided, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh); err != nil {
+		var moving bool
+		if w.divided, moving, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ReplicaDivisionFailed", "%v", err)
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ReplicaDivisionFailed", err.Error()}})
+		}
+		if moving {
+			c.queue.AddAfter(key, divisionStepRetry)
 		}
 	}
 	results := c.dispatch(ctx, key, fed, w, rec, decision.Intents, members)

@@ -3,6 +3,7 @@ package propagation
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,9 +56,9 @@ func divisionSpec(stored *unstructured.Unstructured) (*typesv1b2.Spec, error) {
 // fresh is what each member's cache shows of the object now, by member
 // (observe): its counts win over the last status written, so a step
 // follows readiness as soon as a member reports it.
-func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation) (map[string]int32, error) {
+func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation) (divided map[string]int32, moving bool, err error) {
 	if spec == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	d := spec.ReplicaDivision
 	replicas := int64(1) // the workloads' default
@@ -117,7 +118,7 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 	}
 	res, err := division.Divide(in)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	current := make(map[string]int32, len(in.Cells))
 	for _, c := range in.Cells {
@@ -138,15 +139,22 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 	}
 	out, err := division.Step(moves, maxSurge)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, a := range res.Cells {
 		if _, ok := out[a.Name]; !ok {
 			out[a.Name] = a.Replicas
 		}
+		moving = moving || out[a.Name] != a.Replicas
 	}
-	return out, nil
+	return out, moving, nil
 }
+
+// divisionStepRetry is how soon a division on its way (divide's
+// moving) is looked at again when no member event comes first: a step
+// that only changes what an offline cluster is assigned writes to no
+// member, so no member event would bring the next step.
+const divisionStepRetry = time.Second
 
 // replicaCounts are the counts a workload's status reports.
 type replicaCounts struct {

@@ -3,6 +3,7 @@ package propagation
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,9 +76,12 @@ func TestDivide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh)
+			got, moving, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if wantMoving := strings.Contains(tc.name, "step") || strings.Contains(tc.name, "failover raises"); moving != wantMoving {
+				t.Errorf("moving = %v, want %v", moving, wantMoving)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("divide = %v, want %v", got, tc.want)

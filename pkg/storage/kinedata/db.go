@@ -100,6 +100,19 @@ func createSchema(ctx context.Context, d storage.Database) error {
 	return nil
 }
 
+// OpenPair opens the source (read-only) and the target of a copy; close
+// both when done.
+func OpenPair(ctx context.Context, from, to storage.Database) (src, dst *Store, err error) {
+	if src, err = OpenSource(ctx, from); err != nil {
+		return nil, nil, err
+	}
+	if dst, err = OpenTarget(ctx, to); err != nil {
+		src.Close()
+		return nil, nil, err
+	}
+	return src, dst, nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error { return s.DB.Close() }
 

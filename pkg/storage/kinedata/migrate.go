@@ -44,15 +44,11 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateResult, error) {
 	if o.Batch <= 0 {
 		return res, fmt.Errorf("batch size must be positive, got %d", o.Batch)
 	}
-	src, err := OpenSource(ctx, o.From)
+	src, dst, err := OpenPair(ctx, o.From, o.To)
 	if err != nil {
 		return res, err
 	}
 	defer src.Close()
-	dst, err := OpenTarget(ctx, o.To)
-	if err != nil {
-		return res, err
-	}
 	defer dst.Close()
 
 	srcStats, err := src.StatsOf(ctx, src.DB)

@@ -59,15 +59,11 @@ func Split(ctx context.Context, o SplitOptions) (SplitResult, error) {
 	if !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/") {
 		return res, fmt.Errorf("key prefix %q must start and end with /", o.Prefix)
 	}
-	src, err := OpenSource(ctx, o.From)
+	src, dst, err := OpenPair(ctx, o.From, o.To)
 	if err != nil {
 		return res, err
 	}
 	defer src.Close()
-	dst, err := OpenTarget(ctx, o.To)
-	if err != nil {
-		return res, err
-	}
 	defer dst.Close()
 
 	dstStats, err := dst.StatsOf(ctx, dst.DB)

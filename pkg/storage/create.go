@@ -27,19 +27,30 @@ type checkedCreate struct {
 }
 
 func (c checkedCreate) Create(ctx context.Context, key string, value []byte, lease int64) (int64, error) {
-	rev, err := c.Backend.Create(ctx, key, value, lease)
-	if err != nil {
-		return rev, err
+	var err error
+	for range createTries {
+		var rev int64
+		rev, err = c.Backend.Create(ctx, key, value, lease)
+		if err != nil {
+			return rev, err
+		}
+		var kv *server.KeyValue
+		if _, kv, err = c.Backend.Get(ctx, key, rev, false); err != nil {
+			return 0, fmt.Errorf("create of %s: reading it back at revision %d: %w", key, rev, err)
+		}
+		if createdAt(kv, rev, value) {
+			return rev, nil
+		}
+		// The insert failed and nothing was stored: a transient failure
+		// (a busy or failing connection) is worth another try.
+		err = fmt.Errorf("create of %s was not stored: kine reported revision %d without its row (an insert that failed); retry the request", key, rev)
 	}
-	_, kv, err := c.Backend.Get(ctx, key, rev, false)
-	if err != nil {
-		return 0, fmt.Errorf("create of %s: reading it back at revision %d: %w", key, rev, err)
-	}
-	if !createdAt(kv, rev, value) {
-		return 0, fmt.Errorf("create of %s was not stored: kine reported revision %d without its row (an insert that failed); retry the request", key, rev)
-	}
-	return rev, nil
+	return 0, err
 }
+
+// createTries bounds the creates tried when kine reports one it did not
+// store.
+const createTries = 3
 
 // createdAt reports whether kv, read at rev, is the row a create that
 // reported rev wrote.

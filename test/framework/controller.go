@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,15 +18,24 @@ import (
 )
 
 // Controller is a running cellfed-controller with its health endpoint.
+//
+// Like the Deployment in manifests/deploy, it is started again when it
+// exits because it lost its leader Lease (a plane too slow or down for
+// longer than the renew deadline); any other exit leaves it stopped, so
+// a crash fails the test. Stop, Signal and Kill are deliberate: no
+// restart follows them.
 type Controller struct {
 	*Process
 	HealthURL string
+
+	mu      sync.Mutex
+	stopped bool
 }
 
 // StartController starts bin/cellfed-controller against the plane with
-// fast health probing (1 s period, two failures) and a short leader
-// Lease, and waits until it leads and has loaded the clusters. args are
-// extra flags and win over these defaults.
+// fast health probing (1 s period, two failures) and the production
+// leader-election timing, and waits until it leads and has loaded the
+// clusters. args are extra flags and win over these defaults.
 func StartController(t testing.TB, plane *Server, args ...string) *Controller {
 	t.Helper()
 	c, err := startController(t, plane, true, args...)
@@ -53,18 +65,95 @@ func startController(t testing.TB, plane *Server, wait bool, args ...string) (*C
 		"--cluster-probe-timeout=1s",
 		"--cluster-failure-threshold=2",
 		"--cluster-timeout=10s",
-		"--leader-elect-lease-duration=6s",
-		"--leader-elect-renew-deadline=5s",
-		"--leader-elect-retry-period=500ms",
+		// The production timing (cellfed-controller's defaults): a
+		// shorter renew deadline lost the Lease on a loaded CI machine.
+		"--leader-elect-lease-duration=15s",
+		"--leader-elect-renew-deadline=10s",
+		"--leader-elect-retry-period=2s",
 	}
 	p := StartProcess(t, "cellfed-controller", filepath.Join(t.TempDir(), "controller.log"), Binary(t, "cellfed-controller"), append(base, args...)...)
 	c := &Controller{Process: p, HealthURL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	ctx, cancel := context.WithCancel(context.Background())
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		c.supervise(ctx)
+	}()
+	t.Cleanup(func() {
+		c.markStopped()
+		cancel()
+		<-supervised
+	})
 	if wait {
 		if err := c.WaitReady(context.Background(), 60*time.Second); err != nil {
 			return nil, fmt.Errorf("cellfed-controller not ready: %w\n%s", err, p.Tail(30))
 		}
 	}
 	return c, nil
+}
+
+// lostLease is what cellfed-controller logs before it exits on a lost
+// Lease (pkg/controller).
+const lostLease = "Lost the leader Lease"
+
+// supervise restarts the controller each time it exits on a lost Lease,
+// until ctx ends or the controller is stopped on purpose.
+func (c *Controller) supervise(ctx context.Context) {
+	for {
+		_ = c.Process.Wait(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if c.isStopped() || !strings.Contains(c.Tail(5), lostLease) {
+			return
+		}
+		c.note("framework: cellfed-controller exited on a lost Lease; starting it again, as its Deployment would")
+		if err := c.Restart(); err != nil {
+			c.note("framework: restarting cellfed-controller: " + err.Error())
+			return
+		}
+	}
+}
+
+// note appends a line to the controller's log, which a failing test
+// prints.
+func (c *Controller) note(line string) {
+	f, err := os.OpenFile(c.LogPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = fmt.Fprintln(f, line)
+}
+
+func (c *Controller) markStopped() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+}
+
+func (c *Controller) isStopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
+// Stop stops the controller for good (SIGTERM, then SIGKILL after grace).
+func (c *Controller) Stop(grace time.Duration) {
+	c.markStopped()
+	c.Process.Stop(grace)
+}
+
+// Signal sends sig; the controller is not restarted after it.
+func (c *Controller) Signal(sig syscall.Signal) {
+	c.markStopped()
+	c.Process.Signal(sig)
+}
+
+// Kill kills the controller for good.
+func (c *Controller) Kill() {
+	c.markStopped()
+	c.Process.Kill()
 }
 
 // Ready reports whether the controller answers /readyz with ok.

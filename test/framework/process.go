@@ -173,9 +173,10 @@ func (p *Process) Restart() error { return p.RestartWith() }
 func (p *Process) RestartWith(extra ...string) error {
 	p.mu.Lock()
 	cmd := p.cmd
+	done := p.done
 	p.mu.Unlock()
 	select {
-	case <-p.done:
+	case <-done:
 	default:
 		return fmt.Errorf("%s is still running", p.Name)
 	}
@@ -185,7 +186,7 @@ func (p *Process) RestartWith(extra ...string) error {
 // Exited reports whether the process has ended, and how.
 func (p *Process) Exited() (bool, error) {
 	select {
-	case <-p.done:
+	case <-p.doneCh():
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return true, p.err
@@ -197,7 +198,7 @@ func (p *Process) Exited() (bool, error) {
 // Wait waits for the process to end.
 func (p *Process) Wait(ctx context.Context) error {
 	select {
-	case <-p.done:
+	case <-p.doneCh():
 		_, err := p.Exited()
 		return err
 	case <-ctx.Done():
@@ -222,7 +223,7 @@ func (p *Process) Stop(grace time.Duration) {
 	}
 	p.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.doneCh():
 	case <-time.After(grace):
 		p.Kill()
 	}
@@ -231,7 +232,15 @@ func (p *Process) Stop(grace time.Duration) {
 // Kill kills the process group at once and waits for it.
 func (p *Process) Kill() {
 	p.Signal(syscall.SIGKILL)
-	<-p.done
+	<-p.doneCh()
+}
+
+// doneCh is closed when the current run of the process ends (a restart
+// makes a new one).
+func (p *Process) doneCh() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
 }
 
 // Pid is the process id.

@@ -111,7 +111,7 @@ func NewOptions() *Options {
 		PollInterval:     pollInterval,
 		// Off until it is shown not to provoke MariaDB 10.11's crash on
 		// kine's poll query (two CI runs lost a MariaDB primary with it on).
-		ProgressRetryInterval: 0,
+		ProgressRetryInterval: 10 * time.Millisecond,
 	}
 }
 
@@ -132,7 +132,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NotifyInterval, "datastore-notify-interval", o.NotifyInterval, "Interval of kine's watch progress notifications, which tell the API server's watch caches of resources nobody writes that storage has moved on. Must stay below 2s (see docs/operations.md).")
 	fs.StringArrayVar(&o.OverrideFlags, "datastore-override", o.OverrideFlags,
 		"GROUP/RESOURCE=DSN (repeatable): store this resource on its own kine and database, e.g. core.kubefed.io/propagatedversions=sqlite:///var/lib/cellfed/propagatedversions.db, core/events=mysql://user:pass@tcp(db:3306)/cellfed_events or coordination.k8s.io/leases=postgres://... Each database is checked as --datastore-endpoint is and must be used by no other resource. Backups must cover every database (see docs/operations.md).")
-	fs.DurationVar(&o.ProgressRetryInterval, "datastore-progress-retry-interval", o.ProgressRetryInterval, "How often an unanswered watch progress request (the API server's check before it serves a consistent list from its cache) is repeated to kine, for up to 3 s (e.g. 10ms); 0 (the default) leaves it to the API server, which asks every 100 ms (a list right after a write then waits up to 100 ms more). Each repeat is one read of the database's current revision.")
+	fs.DurationVar(&o.ProgressRetryInterval, "datastore-progress-retry-interval", o.ProgressRetryInterval, "How often an unanswered watch progress request (the API server's check before it serves a consistent list from its cache) is repeated to kine, for up to 3 s; 0 leaves it to the API server, which asks every 100 ms (a list right after a write then waits up to 100 ms more). Each repeat is one read of the database's current revision.")
 	fs.DurationVar(&o.PollInterval, "datastore-poll-interval", o.PollInterval, "How often kine reads the database for writes it did not make itself (other replicas of the plane on one database).")
 	fs.Int64Var(&o.PollBatchSize, "datastore-poll-batch-size", o.PollBatchSize, "Rows kine reads per watch poll.")
 	fs.BoolVar(&o.SkipMySQLSafetyChecks, "unsafe-skip-mysql-safety-checks", o.SkipMySQLSafetyChecks,

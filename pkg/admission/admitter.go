@@ -103,6 +103,13 @@ func (a *Admitter) Mutate(r Request) error {
 
 // Validate checks the object of r.
 func (a *Admitter) Validate(r Request) error {
+	if r.Operation == Delete && r.isCell() && r.SubResource == "" {
+		errs, err := a.validateCellDeletion(r)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		return toStatus(r, errs)
+	}
 	if r.Object == nil || r.SubResource != "" || (r.Operation != Create && r.Operation != Update) {
 		return nil
 	}

@@ -45,6 +45,8 @@ type fakeLookup struct {
 	federated     map[string][]string
 	targets       map[string]federatedtypes.Target
 	selectors     map[string][]SelectorUse
+	// placing names the objects placing each cluster.
+	placing map[string][]string
 }
 
 func (f *fakeLookup) CellSelectors(namespace string) ([]SelectorUse, error) {
@@ -104,6 +106,14 @@ func (f *fakeLookup) FederatedObjects(namespace string, limit int) ([]string, er
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (f *fakeLookup) ObjectsPlacing(namespace, cluster string, _ map[string]string, limit int) ([]string, int, error) {
+	all := f.placing[cluster]
+	if len(all) > limit {
+		return all[:limit], len(all), nil
+	}
+	return all, len(all), nil
 }
 
 func (f *fakeLookup) Target(kind string) (federatedtypes.Target, bool, error) {

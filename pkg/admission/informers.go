@@ -20,8 +20,10 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/placement"
 )
 
 // Resources admission watches.
@@ -227,6 +229,50 @@ func (i *Informers) FederatedObjects(namespace string, limit int) ([]string, err
 		}
 	}
 	return out, nil
+}
+
+// ObjectsPlacing lists the namespace's federated objects type by type (it
+// runs only when a Cell is deleted) and counts those whose placement
+// (KubeFed's view: cluster names or a cluster selector) selects cluster.
+func (i *Informers) ObjectsPlacing(namespace, cluster string, clusterLabels map[string]string, limit int) ([]string, int, error) {
+	types, err := i.namespacedTypes()
+	if err != nil {
+		return nil, 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	self := []placement.Topology{{Name: cluster, Labels: clusterLabels}}
+	var names []string
+	count := 0
+	for _, ft := range types {
+		gvr := schema.GroupVersionResource{Group: ft.Group, Version: ft.Version, Resource: ft.PluralName}
+		objs, err := i.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // a type that is not served yet has no objects
+			}
+			return nil, 0, fmt.Errorf("listing %s in %s: %w", gvr.Resource, namespace, err)
+		}
+		for _, obj := range objs.Items {
+			raw, found, _ := unstructured.NestedMap(obj.Object, "spec", "placement")
+			if !found {
+				continue
+			}
+			var p typesv1b1.Placement
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &p); err != nil {
+				continue // an unreadable placement selects nothing
+			}
+			sel, err := placement.Clusters(p, self, func(t placement.Topology) placement.Topology { return t })
+			if err != nil || !sel.Has(cluster) {
+				continue
+			}
+			count++
+			if len(names) < limit {
+				names = append(names, ft.Kind+"/"+obj.GetName())
+			}
+		}
+	}
+	return names, count, nil
 }
 
 func (i *Informers) Target(federatedKind string) (federatedtypes.Target, bool, error) {

@@ -26,6 +26,10 @@ type Lookup interface {
 	// FederatedObjects names (kind/name) up to limit federated objects in
 	// namespace, of every enabled type.
 	FederatedObjects(namespace string, limit int) ([]string, error)
+	// ObjectsPlacing names (kind/name) up to limit federated objects of
+	// namespace whose placement selects the cluster named cluster, which
+	// has clusterLabels, and counts all of them.
+	ObjectsPlacing(namespace, cluster string, clusterLabels map[string]string, limit int) (names []string, count int, err error)
 	// Target returns the target type of a federated kind (from its
 	// FederatedTypeConfig); ok is false when the kind is not enabled.
 	Target(federatedKind string) (t federatedtypes.Target, ok bool, err error)

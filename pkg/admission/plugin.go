@@ -38,7 +38,7 @@ type Shared struct {
 // Register adds the plugin to plugins.
 func Register(plugins *admission.Plugins, shared *Shared) {
 	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
-		return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update), shared: shared}, nil
+		return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete), shared: shared}, nil
 	})
 }
 
@@ -117,11 +117,18 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 	if !Handles(a.GetKind().GroupKind()) {
 		return Request{}, false, nil
 	}
+	old, hasOld := asUnstructured(a.GetOldObject())
+	if a.GetOperation() == admission.Delete {
+		// Only deleting a Cell has a rule; its validation reads the
+		// object being deleted (there is none for the mutating pass).
+		if a.GetKind().GroupKind() != cellKind || !hasOld {
+			return Request{}, false, nil
+		}
+	}
 	obj, ok := asUnstructured(a.GetObject())
-	if !ok {
+	if !ok && a.GetOperation() != admission.Delete {
 		return Request{}, false, nil
 	}
-	old, hasOld := asUnstructured(a.GetOldObject())
 	if a.GetKind().GroupKind() == namespaceKind {
 		// Only tenancy labels of a namespace have rules; the plane's own
 		// namespaces are created (without them) before the caches load.

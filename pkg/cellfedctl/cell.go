@@ -272,14 +272,27 @@ func topologyLabels(labels map[string]string) string {
 }
 
 func newCellDeleteCommand(o *options) *cobra.Command {
+	d := drainOptions{interval: 500 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:     "delete <name>...",
 		Aliases: []string{"rm"},
 		Short:   "Delete Cells",
 		Long: `Delete the named Cells of the namespace (-n, default: the kubeconfig
 context's namespace). Every named cell is deleted even when some are not
-found; the command then fails naming them.`,
-		Example: examples(o.name, "cell delete rz00a -n shop", "cell delete rz00a rz00b -n shop"),
+found; the command then fails naming them.
+
+A cell that federated objects still place is not deleted (admission
+refuses, naming them). Either remove the cell from their placements
+first, or use --drain: the cell is labelled cellfed.io/draining=true,
+cellfed-controller stops placing through it and removes from its cluster
+every object placed through it (objects annotated kubefed.io/orphan=true
+stay there, unmanaged; a placement mask does not hold anything back), the
+command prints how many are left until none is, then deletes the Cell.
+Interrupted (Ctrl-C, --timeout), the drain goes on; running the command
+again resumes the wait. Removing the label stops the drain and the
+objects come back. Placements that still name the deleted cell report it
+CellNotFound.`,
+		Example: examples(o.name, "cell delete rz00a -n shop", "cell delete rz00a rz00b -n shop", "cell delete rz00a -n shop --drain --timeout=10m"),
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("%s takes at least one cell name; see '%s --help'", c.CommandPath(), c.CommandPath())
@@ -291,12 +304,20 @@ found; the command then fails naming them.`,
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, args []string) error { return deleteCells(c.Context(), o, args) },
+		RunE: func(c *cobra.Command, args []string) error {
+			if !d.drain && c.Flags().Changed("timeout") {
+				return fmt.Errorf("--timeout applies to --drain; add --drain, or drop --timeout")
+			}
+			return deleteCells(c.Context(), o, d, args)
+		},
 	}
+	cmd.Flags().BoolVar(&d.drain, "drain", false, "remove what objects placed through the cell first, wait until it holds nothing, then delete it")
+	cmd.Flags().DurationVar(&d.timeout, "timeout", 0, "with --drain: give up waiting after this long (0: never); the drain goes on")
+	cmd.Flags().StringVar(&d.fedNamespace, "federation-namespace", federatedtypes.DefaultNamespace, "namespace of the KubeFedClusters in the plane")
 	return cmd
 }
 
-func deleteCells(ctx context.Context, o *options, names []string) error {
+func deleteCells(ctx context.Context, o *options, d drainOptions, names []string) error {
 	ns, err := o.namespace()
 	if err != nil {
 		return err
@@ -307,6 +328,17 @@ func deleteCells(ctx context.Context, o *options, names []string) error {
 	}
 	var missing []string
 	for _, name := range names {
+		if d.drain {
+			err := drainCell(ctx, o, d, ns, name)
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, ns+"/"+name)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		err := cells.Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

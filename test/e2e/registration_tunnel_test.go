@@ -241,9 +241,11 @@ spec:
 	// Upstream KubeFed through spec.proxyURL. First the namespace is placed
 	// on the physical cluster (so no controller removes it from the
 	// member: a bare kube-apiserver never finishes deleting a namespace),
-	// then the cell goes (KubeFed would see the member twice, through the
-	// physical and the per-cell cluster), cellfed-controller stops, and
-	// KubeFed places a deployment on the tunnelled cluster.
+	// then the cell is drained and goes (KubeFed would see the member
+	// twice, through the physical and the per-cell cluster; the web
+	// deployment still places it, so a plain delete is refused),
+	// cellfed-controller stops, and KubeFed places a deployment on the
+	// tunnelled cluster.
 	k.MustRun(t, `
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedNamespace
@@ -252,7 +254,7 @@ spec:
   placement: {clusters: [{name: edge-1}]}
 `, "apply", "-f", "-")
 	waitTopologyStatus(t, k, "federatednamespaces.v1beta2.types.kubefed.io", "shop", []string{"edge-1"})
-	f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop")
+	f.ctl.ok(t, "cell", "delete", "rz00a", "-n", "shop", "--drain", "--timeout=90s")
 	waitFor(t, "per-cell cluster shop.rz00a to go", func(ctx context.Context) (bool, error) {
 		_, err := f.dyn.Resource(kubefed.KubeFedClustersResource).Namespace(framework.KubeFedNamespace).Get(ctx, "shop.rz00a", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil

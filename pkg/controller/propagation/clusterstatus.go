@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 )
 
@@ -89,6 +90,10 @@ func clusterStatuses(cur typesv1b1.Status, generation int64, deleting, namespace
 			switch {
 			case it.Status == StatusPlacementConflict:
 				out.report.details[cl] = fmt.Sprintf("reaches the same member object as %s, which is the one written", it.Writer)
+				cs.Ready, cs.RemoteStatus = nil, nil
+			case it.Status == StatusCellNotFound:
+				_, cell, _ := cellv1alpha1.ParseCellClusterName(cl)
+				out.report.details[cl] = fmt.Sprintf("cell %s does not exist: create it, or remove it from the placement", cell)
 				cs.Ready, cs.RemoteStatus = nil, nil
 			case it.Status == StatusOutsideWorkspace:
 				out.report.details[cl] = "another namespace's cell or a cluster dedicated to another tenant: never written for this object"

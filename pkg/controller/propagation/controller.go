@@ -315,7 +315,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	if !exists {
 		c.records.forget(key)
 		c.objs.forget(key)
-		return false, nil
+		// A member event for an object with no federated object: the
+		// managed-label rule (orphan.go).
+		return false, c.releaseOrphans(ctx, key)
 	}
 	// stored is the object as the plane stores it (v1beta2), what the
 	// controller writes; fed is KubeFed's view of it, what it decides

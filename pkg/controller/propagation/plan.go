@@ -41,6 +41,9 @@ const (
 	// (another namespace's cell, or a physical cluster dedicated to
 	// another tenant); it is never read or written for this object.
 	StatusOutsideWorkspace = "OutsideWorkspace"
+	// StatusCellNotFound: the placement names a cell of the object's
+	// namespace that does not exist (deleted, or not created yet).
+	StatusCellNotFound = "CellNotFound"
 )
 
 // Candidate is one KubeFedCluster as a plan sees it.
@@ -137,6 +140,15 @@ func Plan(in Input) (Decision, error) {
 	// can too (the member is down, or the event not yet seen), so a
 	// deletion visits them as well.
 	placed := sets.New[string]()
+	// draining are the clusters of retiring cells (LabelDraining): never
+	// selected, and what they hold is removed as a deletion would,
+	// whatever the mask says.
+	draining := sets.New[string]()
+	for _, c := range in.Candidates {
+		if c.Labels[cellv1alpha1.LabelDraining] == "true" {
+			draining.Insert(c.Name)
+		}
+	}
 	if in.Deleting {
 		if sel, err := selectClusters(in.Placement, in.Candidates); err == nil {
 			placed = sel
@@ -151,7 +163,14 @@ func Plan(in Input) (Decision, error) {
 				selected.Delete(c.Name)
 				placedOutside.Insert(c.Name)
 			}
+			if selected.Has(c.Name) && draining.Has(c.Name) {
+				// Visited like a deleted object's placed cluster: the
+				// record or the cache can miss what it holds.
+				selected.Delete(c.Name)
+				placed.Insert(c.Name)
+			}
 		}
+		d.Intents = append(d.Intents, missingCells(in)...)
 		if in.NamespaceRule {
 			allowed := sets.New[string]()
 			if in.NamespacePlacement != nil {
@@ -250,7 +269,7 @@ func Plan(in Input) (Decision, error) {
 				it.Verb, it.Clusters = Release, orFirst(known, excl)
 			}
 			switch {
-			case !slices.ContainsFunc(it.Clusters, func(c string) bool { return masked(in, c) }):
+			case !slices.ContainsFunc(it.Clusters, func(c string) bool { return masked(in, c) || draining.Has(c) }):
 				// Unplaced but outside the mask: it keeps what it has
 				// until the mask reaches it or goes.
 				it.Verb, it.Status, it.Report = Leave, StatusHeldBack, true
@@ -270,6 +289,30 @@ func Plan(in Input) (Decision, error) {
 // object's tenant. Cluster-scoped objects reach every cluster.
 func inWorkspace(in Input, c Candidate) bool {
 	return tenancy.MayReach(in.Namespace, in.Tenant, c.Name, c.Labels)
+}
+
+// missingCells are the Leave intents (CellNotFound) of the clusters a
+// placement names that are per-cell clusters of the object's namespace
+// but do not exist: a cell deleted (or not created yet) is reported,
+// never silently skipped.
+func missingCells(in Input) []Intent {
+	exists := sets.New[string]()
+	for _, c := range in.Candidates {
+		exists.Insert(c.Name)
+	}
+	var out []Intent
+	seen := sets.New[string]()
+	for _, ref := range in.Placement.Clusters {
+		if exists.Has(ref.Name) || seen.Has(ref.Name) {
+			continue
+		}
+		if _, ok := cellv1alpha1.CellOfNamespace(in.Namespace, ref.Name); !ok {
+			continue
+		}
+		seen.Insert(ref.Name)
+		out = append(out, Intent{Verb: Leave, Clusters: []string{ref.Name}, Status: StatusCellNotFound, Report: true})
+	}
+	return out
 }
 
 // masked reports whether the plan may act on cluster: there is no mask,

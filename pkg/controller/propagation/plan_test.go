@@ -68,6 +68,15 @@ func TestPlan(t *testing.T) {
 			}
 		}
 	}
+	drain := func(cluster string) func([]Candidate) {
+		return func(cs []Candidate) {
+			for i := range cs {
+				if cs[i].Name == cluster {
+					cs[i].Labels[cellv1alpha1.LabelDraining] = "true"
+				}
+			}
+		}
+	}
 	tests := []struct {
 		name   string
 		in     Input
@@ -288,6 +297,29 @@ func TestPlan(t *testing.T) {
 				{Verb: Release, Member: "M1", Clusters: []string{"m1"}},
 				{Verb: Ensure, Member: "M2", Clusters: []string{"m2"}, Writer: "m2", Report: true},
 			},
+		},
+		{
+			name: "a placed cell that does not exist is reported CellNotFound; another namespace's name is not a cell here",
+			in:   Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.c", "shop.gone", "other.gone")}},
+			want: []Intent{
+				{Verb: Ensure, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Report: true},
+				{Verb: Leave, Clusters: []string{"shop.gone"}, Status: StatusCellNotFound, Report: true},
+			},
+		},
+		{
+			name:   "a draining cell is never written and what it holds is removed, outside the mask too",
+			in:     Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")}, Mask: sets.New("shop.c")},
+			change: []func([]Candidate){drain("shop.a")},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Ensure, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Report: true},
+			},
+		},
+		{
+			name:   "a draining cell's member that is down: the removal waits for it",
+			in:     Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.c")}, Recorded: sets.New("shop.c")},
+			change: []func([]Candidate){drain("shop.c"), notReady("M2")},
+			want:   []Intent{{Verb: Remove, Member: "M2", Clusters: []string{"shop.c"}, Status: StatusWaitingForRemoval, Report: true}},
 		},
 		{
 			name: "without the namespace rule, physical clusters need no FederatedNamespace",

@@ -25,6 +25,13 @@ const (
 	LabelNamespace = "cellfed.io/namespace"
 	// LabelCell is the name of the Cell.
 	LabelCell = "cellfed.io/cell"
+	// LabelDraining, set to "true" on a Cell (and so on its per-cell
+	// KubeFedCluster), retires the cell: nothing is placed through it
+	// any more, what was is removed from its member as a deletion would
+	// (the orphan annotation is honoured, the placement mask is not a
+	// reason to keep anything), and once the cell holds no object it may
+	// be deleted (cellfedctl cell delete NAME --drain).
+	LabelDraining = "cellfed.io/draining"
 )
 
 // TopologyTypeCell is the value of LabelTopologyType on per-cell clusters.

@@ -1885,3 +1885,102 @@ spec: {cluster: c1}
 			obj: namespaceManifest("kube-system", "team: platform"), old: namespaceManifest("kube-system", "")},
 	})
 }
+
+func TestValidateFederatedReplicaDivision(t *testing.T) {
+	placed := deploymentTemplate + `placement:
+  topologies: [{name: rz00a}, {name: rz00b}]
+`
+	runValidate(t, []validateCase{
+		{
+			name: "weights and limits on placed cells",
+			obj: v2(placed + `replicaDivision:
+  mode: Divide
+  dynamic: AvailableReplicas
+  failover: true
+  maxSurge: 2
+  topologies: [{name: rz00a, weight: 1, minReplicas: 1, maxReplicas: 5}, {name: rz00b, weight: 2}]
+`),
+		},
+		{
+			name: "no mode is Duplicate",
+			obj:  v2(placed + "replicaDivision: {}\n"),
+		},
+		{
+			name: "unknown mode",
+			obj:  v2(placed + "replicaDivision: {mode: Spread}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.mode", "Spread", "use Divide", "or Duplicate"},
+		},
+		{
+			name: "unknown dynamic weight",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, dynamic: CPU}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.dynamic", "CPU", "use AvailableReplicas"},
+		},
+		{
+			name: "a cell that is not placed",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, topologies: [{name: rz09z, weight: 1}]}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.topologies[0].name", `cell "rz09z" is not placed`, "add it to spec.placement.topologies"},
+		},
+		{
+			name: "a cell named twice",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, topologies: [{name: rz00a}, {name: rz00a}]}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.topologies[1].name", "Duplicate value"},
+		},
+		{
+			name: "a cell without a name",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, topologies: [{weight: 1}]}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.topologies[0].name", "Required", "name the cell"},
+		},
+		{
+			name: "max below min",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, topologies: [{name: rz00a, minReplicas: 3, maxReplicas: 2}]}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.topologies[0].maxReplicas", "below minReplicas 3", "raise maxReplicas or lower minReplicas"},
+		},
+		{
+			name: "negative weight and minimum",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, topologies: [{name: rz00a, weight: -1, minReplicas: -2}]}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.topologies[0].weight", "spec.replicaDivision.topologies[0].minReplicas", "must not be negative"},
+		},
+		{
+			name: "no surge",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, maxSurge: 0}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.maxSurge", "at least 1", "dropping availability"},
+		},
+		{
+			name: "negative failover delay",
+			obj:  v2(placed + "replicaDivision: {mode: Divide, failover: true, failoverAfterSeconds: -1}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.failoverAfterSeconds", "must not be negative"},
+		},
+		{
+			name: "divide with retained replicas",
+			obj:  v2(placed + "retainReplicas: true\nreplicaDivision: {mode: Divide}\n"),
+			want: invalid,
+			msgs: []string{"spec.replicaDivision.mode", "retainReplicas", "use mode Duplicate"},
+		},
+		{
+			name: "a selector placement cannot be checked by name",
+			obj: v2(deploymentTemplate + `placement:
+  topologySelector: {matchLabels: {zone: nowhere}}
+replicaDivision: {mode: Divide, topologies: [{name: rz09z, weight: 2}]}
+`),
+		},
+		{
+			name: "through the v1beta1 stash",
+			obj: federated("v1beta1", "FederatedDeployment", "shop",
+				`annotations:
+  conversion.cellfed.io/v1beta2-spec: '{"placement":{"topologyType":"cell","topologies":[{"name":"rz00a"}]},"replicaDivision":{"mode":"Divide","maxSurge":0}}'
+`,
+				deploymentTemplate+"placement: {clusters: [{name: shop.rz00a}]}\n"),
+			want: invalid,
+			msgs: []string{"replicaDivision.maxSurge", "at least 1"},
+		},
+	})
+}

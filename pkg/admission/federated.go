@@ -133,6 +133,7 @@ func readPlacement(ns string, content map[string]any) (placed, field.ErrorList) 
 			}
 		}
 		p.maskCells = typ == typesv1beta2.TopologyCell
+		p.errs = append(p.errs, validateDivision(o.Spec, spec.Child("replicaDivision"))...)
 		for i, ov := range o.Spec.Overrides {
 			path := spec.Child("overrides").Index(i)
 			p.overrides = append(p.overrides, override{name{ov.TopologyName, path.Child("topologyName")}, ov.ClusterOverrides, path})
@@ -210,7 +211,7 @@ func stashedMask(ns string, content map[string]any, p *placed) {
 		// would get the new template.
 		var stash map[string]any
 		if err := json.Unmarshal([]byte(raw), &stash); err != nil || stash == nil {
-			p.errs = append(p.errs, field.Invalid(annPath, field.OmitValueType{}, "must be the JSON object of the v1beta2 spec (placement, placementMask, overrides) that conversion wrote; remove the annotation, or write the object in v1beta2"))
+			p.errs = append(p.errs, field.Invalid(annPath, field.OmitValueType{}, "must be the JSON object of the v1beta2 spec (placement, placementMask, overrides, replicaDivision) that conversion wrote; remove the annotation, or write the object in v1beta2"))
 			return
 		}
 		var o typesv1beta2.FederatedObject
@@ -235,7 +236,12 @@ func stashedMask(ns string, content map[string]any, p *placed) {
 		return
 	}
 	var o typesv1beta2.FederatedObject
-	if err := decodeContent(map[string]any{"spec": v2}, &o); err != nil || o.Spec.PlacementMask == nil {
+	if err := decodeContent(map[string]any{"spec": v2}, &o); err != nil {
+		return
+	}
+	// A division written through the stash is checked as in v1beta2.
+	p.errs = append(p.errs, validateDivision(o.Spec, annPath.Child("replicaDivision"))...)
+	if o.Spec.PlacementMask == nil {
 		return
 	}
 	typ := placement.TopologyType(o.Spec.Placement)

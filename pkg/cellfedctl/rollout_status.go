@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -68,6 +69,8 @@ func newRolloutStatusCommand(r *rolloutOptions) *cobra.Command {
                failed     propagation failed, or the member reports it cannot progress
   GENERATION   the object's generation the cell runs
   READY        the member object's readiness (status reflow)
+  ASSIGNED     replicas the replica division assigns the cell (shown only
+               for an object with spec.replicaDivision mode Divide)
   REPLICAS     ready/desired replicas the member reports
   PROPAGATION  the propagation status of the cell
 
@@ -224,7 +227,13 @@ func viewOf(t *target) statusView {
 
 func writeRows(w io.Writer, rows []rollout.Row) {
 	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "CELL\tSTATE\tGENERATION\tREADY\tREPLICAS\tPROPAGATION")
+	// ASSIGNED only for an object whose replicas are divided.
+	divided := slices.ContainsFunc(rows, func(r rollout.Row) bool { return r.Assigned != nil })
+	if divided {
+		fmt.Fprintln(tw, "CELL\tSTATE\tGENERATION\tREADY\tASSIGNED\tREPLICAS\tPROPAGATION")
+	} else {
+		fmt.Fprintln(tw, "CELL\tSTATE\tGENERATION\tREADY\tREPLICAS\tPROPAGATION")
+	}
 	for _, r := range rows {
 		ready := "-"
 		if r.Ready != nil {
@@ -244,6 +253,14 @@ func writeRows(w io.Writer, rows []rollout.Row) {
 		}
 		if r.State == rollout.Failed && r.Detail != "" && r.Detail != r.Status {
 			prop = r.Detail
+		}
+		if divided {
+			assigned := "-"
+			if r.Assigned != nil {
+				assigned = fmt.Sprint(*r.Assigned)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cell, r.State, gen, ready, assigned, replicas, prop)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Cell, r.State, gen, ready, replicas, prop)
 	}

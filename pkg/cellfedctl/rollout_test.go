@@ -210,3 +210,33 @@ func TestExitCode(t *testing.T) {
 		t.Errorf("error: code %d print %v", code, print)
 	}
 }
+
+func TestWriteRowsAssigned(t *testing.T) {
+	four := int32(4)
+	tests := []struct {
+		name string
+		rows []rollout.Row
+		want []string
+	}{
+		{"not divided: no ASSIGNED column",
+			[]rollout.Row{{Cell: "a", State: rollout.Updated, Replicas: "2/2"}},
+			[]string{"CELL   STATE", "REPLICAS   PROPAGATION", "a      updated"}},
+		{"divided: assigned next to ready/desired",
+			[]rollout.Row{{Cell: "a", State: rollout.Updated, Replicas: "3/4", Assigned: &four}, {Cell: "b", State: rollout.HeldBack}},
+			[]string{"ASSIGNED   REPLICAS", "4          3/4"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			writeRows(&b, tc.rows)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("table lacks %q:\n%s", w, b.String())
+				}
+			}
+			if got := strings.Contains(b.String(), "ASSIGNED"); got != (tc.rows[0].Assigned != nil) {
+				t.Errorf("ASSIGNED column shown: %v\n%s", got, b.String())
+			}
+		})
+	}
+}

@@ -6,16 +6,16 @@
 // using only the object's own namespace.
 //
 // Each direction maps what the other version can express; what it cannot
-// (a placement mask, a selector's topology type, an empty placement's
-// topology type, a community selector that is not pinned to a topology
-// type) is stashed in an annotation on the converted object and restored
+// (a placement mask, a replica division, a selector's topology type, an
+// empty placement's topology type, a community selector that is not
+// pinned to a topology type) is stashed in an annotation on the converted object and restored
 // on the way back, as long as the converted fields were not changed in
 // between. So a round trip in either direction returns the object
 // unchanged.
 //
 // Objects are handled as unstructured content (map[string]any), exactly as
 // the API server holds custom resources; only placement, placementMask,
-// overrides, status and two annotations are touched.
+// replicaDivision, overrides, status and two annotations are touched.
 package conversion
 
 import (
@@ -41,7 +41,8 @@ const StatusOK = "OK"
 // Annotations that carry what one version cannot express.
 const (
 	// AnnotationV1beta2Spec is set on v1beta1 objects. It holds the
-	// v1beta2 placement, placementMask and overrides as JSON.
+	// v1beta2 placement, placementMask, overrides and replicaDivision as
+	// JSON.
 	AnnotationV1beta2Spec = "conversion.cellfed.io/v1beta2-spec"
 	// AnnotationV1beta1Spec is set on v1beta2 objects. It holds the
 	// v1beta1 placement and overrides as JSON.
@@ -85,7 +86,7 @@ func Convert(obj map[string]any, apiVersion string) error {
 // specKeys are the spec fields conversion owns, per version.
 var (
 	specKeysV1beta1 = []string{"placement", "overrides"}
-	specKeysV1beta2 = []string{"placement", "placementMask", "overrides"}
+	specKeysV1beta2 = []string{"placement", "placementMask", "overrides", "replicaDivision"}
 )
 
 func toV1beta1(obj map[string]any) error {
@@ -165,9 +166,11 @@ func toV1beta2(obj map[string]any) error {
 	return nil
 }
 
-// toV1beta1Spec maps v1beta2 placement, placementMask and overrides to
-// v1beta1 placement and overrides. The placement mask has no v1beta1
-// counterpart and is dropped (the caller stashes it).
+// toV1beta1Spec maps v1beta2 placement, placementMask, overrides and
+// replicaDivision to v1beta1 placement and overrides. The placement mask
+// and the replica division have no v1beta1 counterpart in the object
+// (KubeFed divides with a separate ReplicaSchedulingPreference) and are
+// dropped (the caller stashes them).
 func toV1beta1Spec(ns string, v2 map[string]any) map[string]any {
 	typ := topologyTypeOf(v2)
 	out := map[string]any{}
@@ -557,8 +560,8 @@ func StashChanged(old, obj map[string]any) bool {
 	return !reflect.DeepEqual(a["spec"], b["spec"])
 }
 
-// StashedV1beta2Spec returns the v1beta2 placement, placementMask and
-// overrides a v1beta1 object stashes in AnnotationV1beta2Spec, exactly
+// StashedV1beta2Spec returns the v1beta2 placement, placementMask,
+// overrides and replicaDivision a v1beta1 object stashes in AnnotationV1beta2Spec, exactly
 // when its v1beta2 view shows them: a stash the placement no longer
 // matches is ignored, as conversion ignores it. ok is false for a
 // v1beta1 object without a (matching) stash.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/utils/ptr"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
@@ -104,6 +105,16 @@ func TestConvertExamples(t *testing.T) {
 			v1beta1: `{"apiVersion":"types.kubefed.io/v1beta1","kind":"FederatedDeployment","metadata":{"name":"web","namespace":"shop",
 				"annotations":{"conversion.cellfed.io/v1beta2-spec":"{\"placement\":{\"topologies\":[{\"name\":\"a\"},{\"name\":\"b\"}],\"topologyType\":\"cell\"},\"placementMask\":{\"topologies\":[{\"name\":\"a\"}]}}"}},
 				"spec":{"placement":{"clusters":[{"name":"shop.a"},{"name":"shop.b"}]}}}`,
+		},
+		{
+			name: "replica division is stashed, assigned replicas reflow",
+			v1beta2: `{"apiVersion":"types.kubefed.io/v1beta2","kind":"FederatedDeployment","metadata":{"name":"web","namespace":"shop"},
+				"spec":{"placement":{"topologyType":"cell","topologies":[{"name":"a"}]},"replicaDivision":{"mode":"Divide","topologies":[{"name":"a","weight":2}]}},
+				"status":{"topologies":[{"name":"a","cluster":"shop.a","status":"OK","replicas":4}]}}`,
+			v1beta1: `{"apiVersion":"types.kubefed.io/v1beta1","kind":"FederatedDeployment","metadata":{"name":"web","namespace":"shop",
+				"annotations":{"conversion.cellfed.io/v1beta2-spec":"{\"placement\":{\"topologies\":[{\"name\":\"a\"}],\"topologyType\":\"cell\"},\"replicaDivision\":{\"mode\":\"Divide\",\"topologies\":[{\"name\":\"a\",\"weight\":2}]}}"}},
+				"spec":{"placement":{"clusters":[{"name":"shop.a"}]}},
+				"status":{"clusters":[{"name":"shop.a","replicas":4}]}}`,
 		},
 		{
 			name: "empty cluster placement keeps its type",
@@ -353,14 +364,47 @@ func randomV1beta2(r *rand.Rand) map[string]any {
 	for i := r.IntN(3); i > 0; i-- {
 		o.Spec.Overrides = append(o.Spec.Overrides, typesv1beta2.Override{TopologyName: pickOne(r, names), ClusterOverrides: randomClusterOverrides(r)})
 	}
+	if r.IntN(3) == 0 {
+		o.Spec.ReplicaDivision = randomDivision(r, names)
+	}
 	if r.IntN(2) == 0 {
 		o.Status = &typesv1beta2.Status{ObservedGeneration: int64(r.IntN(5))}
 		for i := r.IntN(3); i > 0; i-- {
 			name := pickOne(r, names)
-			o.Status.Topologies = append(o.Status.Topologies, typesv1beta2.TopologyStatus{Name: name, Cluster: clusterNameOf(ns, typ, name), Status: "OK", RemoteStatus: randomValue(r)})
+			ts := typesv1beta2.TopologyStatus{Name: name, Cluster: clusterNameOf(ns, typ, name), Status: "OK", RemoteStatus: randomValue(r)}
+			if r.IntN(2) == 0 {
+				ts.Replicas = ptr.To(int32(r.IntN(5)))
+			}
+			o.Status.Topologies = append(o.Status.Topologies, ts)
 		}
 	}
 	return unstructuredOfNoT(o)
+}
+
+// randomDivision returns a replica division as the API serves it (mode
+// defaulted), with any of its optional fields.
+func randomDivision(r *rand.Rand, names []string) *typesv1beta2.ReplicaDivision {
+	d := &typesv1beta2.ReplicaDivision{Mode: pickOne(r, typesv1beta2.DivisionModes), Failover: r.IntN(2) == 0}
+	if r.IntN(2) == 0 {
+		d.Dynamic = typesv1beta2.DynamicAvailableReplicas
+	}
+	if r.IntN(2) == 0 {
+		d.MaxSurge = ptr.To(int32(1 + r.IntN(3)))
+	}
+	if r.IntN(2) == 0 {
+		d.FailoverAfterSeconds = ptr.To(int32(r.IntN(600)))
+	}
+	for i := r.IntN(3); i > 0; i-- {
+		t := typesv1beta2.DivisionTopology{Name: pickOne(r, names), MinReplicas: int32(r.IntN(3))}
+		if r.IntN(2) == 0 {
+			t.Weight = ptr.To(int32(r.IntN(4)))
+		}
+		if r.IntN(2) == 0 {
+			t.MaxReplicas = ptr.To(t.MinReplicas + int32(r.IntN(4)))
+		}
+		d.Topologies = append(d.Topologies, t)
+	}
+	return d
 }
 
 func randomV1beta1(r *rand.Rand) map[string]any {

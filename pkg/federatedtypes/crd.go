@@ -225,6 +225,28 @@ func overrides(nameKey string) apiextensionsv1.JSONSchemaProps {
 	}, nameKey))
 }
 
+// replicaDivision is v1beta2's spec.replicaDivision. Enums and bounds
+// are admission's to explain (pkg/admission); the schema only types the
+// fields and defaults the mode.
+func replicaDivision() apiextensionsv1.JSONSchemaProps {
+	mode := str()
+	mode.Default = &apiextensionsv1.JSON{Raw: []byte(`"` + typesv1beta2.DivisionDuplicate + `"`)}
+	i32 := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int32"}
+	return object(map[string]apiextensionsv1.JSONSchemaProps{
+		"mode":    mode,
+		"dynamic": str(),
+		"topologies": array(object(map[string]apiextensionsv1.JSONSchemaProps{
+			"name":        str(),
+			"weight":      i32,
+			"minReplicas": i32,
+			"maxReplicas": i32,
+		}, "name")),
+		"failover":             {Type: "boolean"},
+		"failoverAfterSeconds": i32,
+		"maxSurge":             i32,
+	})
+}
+
 func conditions() apiextensionsv1.JSONSchemaProps {
 	return array(object(map[string]apiextensionsv1.JSONSchemaProps{
 		"type":               str(),
@@ -243,6 +265,7 @@ func statusEntries(props map[string]apiextensionsv1.JSONSchemaProps) apiextensio
 	props["ready"] = apiextensionsv1.JSONSchemaProps{Type: "boolean"}
 	props["message"] = str()
 	props["remoteStatus"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	props["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int32"}
 	return array(object(props, "name"))
 }
 
@@ -305,8 +328,9 @@ func v1beta2Schema(tmpl *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONS
 			"placementMask": object(map[string]apiextensionsv1.JSONSchemaProps{
 				"topologies": named("name"),
 			}),
-			"overrides":      overrides("topologyName"),
-			"retainReplicas": {Type: "boolean"},
+			"overrides":       overrides("topologyName"),
+			"retainReplicas":  {Type: "boolean"},
+			"replicaDivision": replicaDivision(),
 		}),
 		object(map[string]apiextensionsv1.JSONSchemaProps{
 			"observedGeneration": {Type: "integer", Format: "int64"},

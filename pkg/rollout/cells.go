@@ -48,6 +48,9 @@ type Row struct {
 	// Replicas is "ready/desired" from the member's status, "" when it
 	// has none.
 	Replicas string
+	// Assigned is what the replica division assigns the cell (status
+	// replicas); nil when the object's replicas are not divided.
+	Assigned *int32
 	// Detail explains a failure.
 	Detail string
 }
@@ -71,7 +74,7 @@ func Rows(fed *typesv1beta2.FederatedObject, placed []string) []Row {
 	for _, name := range placed {
 		ts, known := byName[name]
 		r := Row{Cell: name, Cluster: ts.Cluster, Released: mask == nil || slices.Contains(mask, name),
-			Status: ts.Status, Generation: ts.Generation, Ready: ts.Ready}
+			Status: ts.Status, Generation: ts.Generation, Ready: ts.Ready, Assigned: ts.Replicas}
 		r.Replicas, r.Detail = remote(ts)
 		switch {
 		case !r.Released:

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/placement"
@@ -372,6 +373,20 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
 		return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
 	}
+	if !deleting {
+		var fresh map[string]observation
+		if w.division != nil {
+			fresh = c.observe(fed, decision.Intents, members)
+		}
+		var moving bool
+		if w.divided, moving, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh); err != nil {
+			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ReplicaDivisionFailed", "%v", err)
+			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ReplicaDivisionFailed", err.Error()}})
+		}
+		if moving {
+			c.queue.AddAfter(key, divisionStepRetry)
+		}
+	}
 	results := c.dispatch(ctx, key, fed, w, rec, decision.Intents, members)
 	next := nextRecord(rec, w, in, decision.Intents, results)
 	cur := statusOf(fed)
@@ -385,6 +400,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		seen = c.observe(fed, decision.Intents, members)
 	}
 	out := clusterStatuses(cur, fed.GetGeneration(), deleting, decision.NamespaceNotFederated, decision.Intents, results, seen)
+	for i := range out.report.clusters {
+		cs := &out.report.clusters[i]
+		cs.Replicas = nil
+		if n, ok := w.divided[cs.Name]; ok {
+			cs.Replicas = &n
+		}
+	}
 	rep, pending, everywhere := out.report, out.pending, out.everywhere
 	requeue = requeue || out.requeue
 	if everywhere && !requeue {
@@ -472,6 +494,12 @@ type work struct {
 	retainReplicas   bool
 	// mask is the placement mask as cluster names; nil without one.
 	mask sets.Set[string]
+	// division is the v1beta2 spec's replica division in mode Divide;
+	// nil without one.
+	division *typesv1b2.Spec
+	// divided are the replicas each placed cluster is written under the
+	// division (divide); nil without one.
+	divided map[string]int32
 }
 
 // readWork decodes the spec from KubeFed's view fed, and the placement
@@ -491,6 +519,9 @@ func readWork(stored, fed *unstructured.Unstructured) (work, error) {
 	w.retainReplicas = w.spec.RetainReplicas != nil && *w.spec.RetainReplicas
 	if mask, ok := placement.MaskClusters(stored.Object); ok {
 		w.mask = sets.New(mask...)
+	}
+	if w.division, err = divisionSpec(stored); err != nil {
+		return w, err
 	}
 	return w, nil
 }
@@ -612,7 +643,13 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 			switch it.Verb {
 			case Ensure:
 				d, err := plain()
-				if ops := overridesFor(w.spec.Overrides, it.Writer); len(ops) > 0 {
+				ops := overridesFor(w.spec.Overrides, it.Writer)
+				if n, ok := w.divided[it.Writer]; ok {
+					// The cluster's share first: its own replicas
+					// override still wins.
+					ops = append([]typesv1b1.ClusterOverride{divisionOp(n)}, ops...)
+				}
+				if len(ops) > 0 {
 					d, err = build(c.typ, fed, w.template, ops, w.retainReplicas)
 				}
 				if err != nil {

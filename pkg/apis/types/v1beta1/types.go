@@ -145,6 +145,9 @@ type ClusterStatus struct {
 	Ready *bool `json:"ready,omitempty"`
 	// RemoteStatus is the member object's status (status reflow).
 	RemoteStatus *runtime.RawExtension `json:"remoteStatus,omitempty"`
+	// Replicas is what cellfed's replica division (the v1beta2
+	// spec.replicaDivision) assigns this cluster; absent without one.
+	Replicas *int32 `json:"replicas,omitempty"`
 	// Message is what the member answered when it refused or failed the
 	// last write (e.g. a validation error), so app teams see it without
 	// reading Events.

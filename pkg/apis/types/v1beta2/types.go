@@ -76,6 +76,81 @@ type Spec struct {
 	// RetainReplicas keeps the member's spec.replicas: set on create, then
 	// left to the member (e.g. its autoscaler).
 	RetainReplicas *bool `json:"retainReplicas,omitempty"`
+	// ReplicaDivision divides the template's replicas among the placed
+	// cells (mode Divide) instead of running all of them in each (mode
+	// Duplicate, the default). Only v1beta2 has it: v1beta1 carries it in
+	// the conversion annotation, and KubeFed's ReplicaSchedulingPreference
+	// is its community counterpart.
+	ReplicaDivision *ReplicaDivision `json:"replicaDivision,omitempty"`
+}
+
+// DivisionMode says whether replicas are divided among the placed
+// topologies or run in full in each.
+type DivisionMode string
+
+const (
+	// DivisionDuplicate runs the template's replicas in every placed
+	// topology. The default.
+	DivisionDuplicate DivisionMode = "Duplicate"
+	// DivisionDivide divides the template's replicas among the placed
+	// topologies by weight.
+	DivisionDivide DivisionMode = "Divide"
+)
+
+// DivisionModes are the supported division modes.
+var DivisionModes = []DivisionMode{DivisionDuplicate, DivisionDivide}
+
+// DynamicWeight says what a division's weights follow besides the
+// static ones.
+type DynamicWeight string
+
+// DynamicAvailableReplicas caps a topology that runs fewer available
+// replicas (reflowed status) than it was assigned at what it runs.
+const DynamicAvailableReplicas DynamicWeight = "AvailableReplicas"
+
+// DynamicWeights are the supported dynamic weights.
+var DynamicWeights = []DynamicWeight{DynamicAvailableReplicas}
+
+// ReplicaDivision divides the replicas of a workload (the path its type's
+// config names, spec.replicas by default) among the placed topologies.
+type ReplicaDivision struct {
+	// Mode is Divide (divide the template's replicas among the placed
+	// topologies) or Duplicate (run them all in each; the default).
+	Mode DivisionMode `json:"mode,omitempty"`
+	// Dynamic, when AvailableReplicas, caps a topology that reports fewer
+	// available replicas than it was assigned at what it reports, and
+	// gives the rest to the others.
+	Dynamic DynamicWeight `json:"dynamic,omitempty"`
+	// Topologies give placed cells (or clusters) a weight and limits. A
+	// placed topology not listed has weight 1 and no limits; a listed one
+	// that is not placed is ignored.
+	Topologies []DivisionTopology `json:"topologies,omitempty"`
+	// Failover moves the share of a topology whose cluster is offline, or
+	// whose replicas do not become ready within failoverAfterSeconds, to
+	// the others, and back when it recovers.
+	Failover bool `json:"failover,omitempty"`
+	// FailoverAfterSeconds is how long a topology's replicas may stay
+	// unready before failover moves them (default 300).
+	FailoverAfterSeconds *int32 `json:"failoverAfterSeconds,omitempty"`
+	// MaxSurge is how many replicas above the new total a rebalance may
+	// run at once while it moves replicas between topologies (default 1;
+	// at least 1).
+	MaxSurge *int32 `json:"maxSurge,omitempty"`
+}
+
+// DivisionTopology is the weight and limits of one topology in a
+// division.
+type DivisionTopology struct {
+	// Name of the placed cell (or cluster), per the placement's
+	// topologyType.
+	Name string `json:"name"`
+	// Weight is the topology's relative share (default 1; 0 gives it only
+	// minReplicas).
+	Weight *int32 `json:"weight,omitempty"`
+	// MinReplicas are given to the topology first, while replicas last.
+	MinReplicas int32 `json:"minReplicas,omitempty"`
+	// MaxReplicas caps the topology; unset: no cap.
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 }
 
 // Placement selects topologies of one type: by name, or by a selector over
@@ -223,6 +298,9 @@ type TopologyStatus struct {
 	Ready *bool `json:"ready,omitempty"`
 	// RemoteStatus is the member object's status (status reflow).
 	RemoteStatus *runtime.RawExtension `json:"remoteStatus,omitempty"`
+	// Replicas is what the replica division assigns this topology (set
+	// only with spec.replicaDivision mode Divide).
+	Replicas *int32 `json:"replicas,omitempty"`
 	// Message is what the member answered when it refused or failed the
 	// last write (e.g. a validation error), so app teams see it without
 	// reading Events.

@@ -1,0 +1,195 @@
+package propagation
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/conversion"
+	"github.com/cellfed/cellfed/pkg/placement/division"
+)
+
+// ReplicasPath is the member object's replicas, where a replica division
+// writes each cluster's share (the workload kinds' spec.replicas).
+const ReplicasPath = "/spec/replicas"
+
+// divisionSpec reads a stored object's v1beta2 replica division (from
+// the v1beta1 stash for objects stored in v1beta1), with the topology
+// type and namespace that turn its names into cluster names. nil when
+// the object has none, or its mode is not Divide.
+func divisionSpec(stored *unstructured.Unstructured) (*typesv1b2.Spec, error) {
+	v2, _ := stored.Object["spec"].(map[string]any)
+	if stashed, ok := conversion.StashedV1beta2Spec(stored.Object); ok {
+		v2 = stashed
+	}
+	d, ok := v2["replicaDivision"].(map[string]any)
+	if !ok {
+		return nil, nil
+	}
+	var spec typesv1b2.Spec
+	in := map[string]any{"replicaDivision": d}
+	if p, ok := v2["placement"].(map[string]any); ok {
+		in["placement"] = map[string]any{"topologyType": p["topologyType"]}
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(in, &spec); err != nil {
+		return nil, fmt.Errorf("spec.replicaDivision: %w", err)
+	}
+	if spec.ReplicaDivision.Mode != typesv1b2.DivisionDivide {
+		return nil, nil
+	}
+	return &spec, nil
+}
+
+// divide decides the replicas each placed cluster runs now under the
+// object's replica division: the division of the template's replicas
+// (package division), reached by steps that never drop the ready total
+// (division.Step) from what each cluster was assigned before (the
+// status's replicas). It returns nil when the object is not divided.
+// Failover counts a cluster whose member is not ready as failing.
+//
+// fresh is what each member's cache shows of the object now, by member
+// (observe): its counts win over the last status written, so a step
+// follows readiness as soon as a member reports it.
+func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation) (divided map[string]int32, moving bool, err error) {
+	if spec == nil {
+		return nil, false, nil
+	}
+	d := spec.ReplicaDivision
+	replicas := int64(1) // the workloads' default
+	if v, ok, _ := unstructured.NestedFieldNoCopy(template, "spec", "replicas"); ok {
+		switch n := v.(type) {
+		case int64:
+			replicas = n
+		case float64:
+			replicas = int64(n)
+		}
+	}
+	clusterOf := func(name string) string {
+		if spec.Placement.TopologyType != typesv1b2.TopologyCluster && ns != "" {
+			return cellv1alpha1.CellClusterName(ns, name)
+		}
+		return name
+	}
+	conf := map[string]typesv1b2.DivisionTopology{}
+	for _, t := range d.Topologies {
+		conf[clusterOf(t.Name)] = t
+	}
+	prev := map[string]typesv1b1.ClusterStatus{}
+	for _, cs := range cur.Clusters {
+		prev[cs.Name] = cs
+	}
+	in := division.Input{Key: key, Mode: division.ModeDivide, Replicas: int32(replicas), Dynamic: d.Dynamic == typesv1b2.DynamicAvailableReplicas, Failover: d.Failover}
+	ready := map[string]int32{}
+	for _, it := range intents {
+		if it.Writer == "" || it.Status == StatusPlacementConflict || (it.Verb != Ensure && it.Status != StatusHeldBack) {
+			continue
+		}
+		cl := it.Writer
+		c := division.Cell{Name: cl, Weight: 1, Held: it.Status == StatusHeldBack, Failing: it.Status == StatusClusterNotReady}
+		if t, ok := conf[cl]; ok {
+			if t.Weight != nil {
+				c.Weight = *t.Weight
+			}
+			c.MinReplicas, c.MaxReplicas = t.MinReplicas, t.MaxReplicas
+		}
+		ps := prev[cl]
+		counts := remoteCounts(ps.RemoteStatus)
+		if o, ok := fresh[it.Member]; ok && o.state == observedPresent {
+			counts = remoteCounts(o.remoteStatus)
+		}
+		switch {
+		case ps.Replicas != nil:
+			c.Current = *ps.Replicas
+		case counts.Replicas != nil:
+			c.Current = *counts.Replicas
+		}
+		c.Available = counts.AvailableReplicas
+		if counts.ReadyReplicas != nil {
+			ready[cl] = *counts.ReadyReplicas
+		}
+		c.Override = replicasOverride(overridesFor(overrides, cl))
+		in.Cells = append(in.Cells, c)
+	}
+	res, err := division.Divide(in)
+	if err != nil {
+		return nil, false, err
+	}
+	current := make(map[string]int32, len(in.Cells))
+	for _, c := range in.Cells {
+		current[c.Name] = c.Current
+	}
+	// Held and overridden clusters are written as they are; the others
+	// move towards their targets without dropping the ready total.
+	moves := make([]division.Move, 0, len(res.Cells))
+	for _, a := range res.Cells {
+		if a.Reason == division.ReasonHeld || a.Reason == division.ReasonOverride {
+			continue
+		}
+		moves = append(moves, division.Move{Name: a.Name, Current: current[a.Name], Target: a.Replicas, Ready: ready[a.Name]})
+	}
+	maxSurge := int32(1)
+	if d.MaxSurge != nil {
+		maxSurge = *d.MaxSurge
+	}
+	out, err := division.Step(moves, maxSurge)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, a := range res.Cells {
+		if _, ok := out[a.Name]; !ok {
+			out[a.Name] = a.Replicas
+		}
+		moving = moving || out[a.Name] != a.Replicas
+	}
+	return out, moving, nil
+}
+
+// divisionStepRetry is how soon a division on its way (divide's
+// moving) is looked at again when no member event comes first: a step
+// that only changes what an offline cluster is assigned writes to no
+// member, so no member event would bring the next step.
+const divisionStepRetry = time.Second
+
+// replicaCounts are the counts a workload's status reports.
+type replicaCounts struct {
+	Replicas          *int32 `json:"replicas"`
+	ReadyReplicas     *int32 `json:"readyReplicas"`
+	AvailableReplicas *int32 `json:"availableReplicas"`
+}
+
+func remoteCounts(raw *runtime.RawExtension) replicaCounts {
+	var c replicaCounts
+	if raw != nil && len(raw.Raw) > 0 {
+		_ = json.Unmarshal(raw.Raw, &c) // a status of another shape has no counts
+	}
+	return c
+}
+
+// replicasOverride is the replicas an explicit override of the cluster
+// sets, if one does: it wins over the division.
+func replicasOverride(ops []typesv1b1.ClusterOverride) *int32 {
+	var out *int32
+	for _, op := range ops {
+		if op.Path != ReplicasPath || op.Op == "remove" || op.Value == nil {
+			continue
+		}
+		var n int32
+		if err := json.Unmarshal(op.Value.Raw, &n); err == nil && n >= 0 {
+			out = &n
+		}
+	}
+	return out
+}
+
+// divisionOp is the override that writes a cluster's share. It goes
+// before the cluster's own overrides, so an explicit replicas override
+// still wins.
+func divisionOp(n int32) typesv1b1.ClusterOverride {
+	return typesv1b1.ClusterOverride{Op: "add", Path: ReplicasPath, Value: &runtime.RawExtension{Raw: fmt.Appendf(nil, "%d", n)}}
+}

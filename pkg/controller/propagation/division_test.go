@@ -1,0 +1,119 @@
+package propagation
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
+	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+)
+
+func TestDivide(t *testing.T) {
+	weights := &typesv1b2.Spec{ReplicaDivision: &typesv1b2.ReplicaDivision{Mode: typesv1b2.DivisionDivide, Topologies: []typesv1b2.DivisionTopology{
+		{Name: "a", Weight: ptr.To[int32](1)}, {Name: "b", Weight: ptr.To[int32](2)}, {Name: "c", Weight: ptr.To[int32](2)},
+	}}}
+	failover := &typesv1b2.Spec{ReplicaDivision: &typesv1b2.ReplicaDivision{Mode: typesv1b2.DivisionDivide, Failover: true}}
+	tmpl := func(n int64) map[string]any { return map[string]any{"spec": map[string]any{"replicas": n}} }
+	ensure := func(cl, status string) Intent {
+		return Intent{Verb: Ensure, Member: cl, Clusters: []string{cl}, Writer: cl, Status: status, Report: true}
+	}
+	held := func(cl string) Intent {
+		return Intent{Verb: Leave, Member: cl, Clusters: []string{cl}, Writer: cl, Status: StatusHeldBack, Report: true}
+	}
+	all := []Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", "")}
+	// was is a status where each cluster was assigned and runs (ready)
+	// the counts given.
+	was := func(assigned, ready map[string]int32) typesv1b1.Status {
+		var st typesv1b1.Status
+		for _, cl := range []string{"shop.a", "shop.b", "shop.c"} {
+			cs := typesv1b1.ClusterStatus{Name: cl}
+			if n, ok := assigned[cl]; ok {
+				cs.Replicas = ptr.To(n)
+				cs.RemoteStatus = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"replicas":%d,"readyReplicas":%d,"availableReplicas":%d}`, n, ready[cl], ready[cl])}
+			}
+			st.Clusters = append(st.Clusters, cs)
+		}
+		return st
+	}
+	steady := map[string]int32{"shop.a": 2, "shop.b": 4, "shop.c": 4}
+	tests := []struct {
+		name      string
+		spec      *typesv1b2.Spec
+		replicas  int64
+		cur       typesv1b1.Status
+		intents   []Intent
+		overrides []typesv1b1.Override
+		fresh     map[string]observation
+		want      map[string]int32
+	}{
+		{"no division", nil, 10, typesv1b1.Status{}, all, nil, nil, nil},
+		{"first write: weights 1:2:2", weights, 10, typesv1b1.Status{}, all, nil, nil, steady},
+		{"scale to 11: one cell gets the extra", weights, 11, was(steady, steady), all, nil, nil, map[string]int32{"shop.a": 2, "shop.b": 5, "shop.c": 4}},
+		{"a held cell keeps what it runs", weights, 11, was(steady, steady),
+			[]Intent{ensure("shop.a", ""), held("shop.b"), ensure("shop.c", "")}, nil, nil, steady},
+		{"an explicit replicas override wins", weights, 10, was(steady, steady), all,
+			[]typesv1b1.Override{{ClusterName: "shop.a", ClusterOverrides: []typesv1b1.ClusterOverride{{Path: "/spec/replicas", Value: &runtime.RawExtension{Raw: []byte("6")}}}}}, nil,
+			map[string]int32{"shop.a": 6, "shop.b": 2, "shop.c": 2}},
+		{"failover raises the others first, keeps the failing cell's replicas", failover, 9,
+			was(map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}, map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}),
+			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil, nil,
+			map[string]int32{"shop.a": 4, "shop.b": 3, "shop.c": 3}},
+		{"a step follows what the member's cache shows now, not the last status", failover, 9,
+			was(map[string]int32{"shop.a": 4, "shop.b": 3, "shop.c": 3}, map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}),
+			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil,
+			map[string]observation{"shop.a": {state: observedPresent, remoteStatus: &runtime.RawExtension{Raw: []byte(`{"replicas":4,"readyReplicas":4}`)}}},
+			map[string]int32{"shop.a": 4, "shop.b": 4, "shop.c": 2}},
+		{"failover lowers the failing cell once the others are ready", failover, 9,
+			was(map[string]int32{"shop.a": 4, "shop.b": 5, "shop.c": 3}, map[string]int32{"shop.a": 4, "shop.b": 5, "shop.c": 3}),
+			[]Intent{ensure("shop.a", ""), ensure("shop.b", ""), ensure("shop.c", StatusClusterNotReady)}, nil, nil,
+			map[string]int32{"shop.a": 4, "shop.b": 5, "shop.c": 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, moving, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantMoving := strings.Contains(tc.name, "step") || strings.Contains(tc.name, "failover raises"); moving != wantMoving {
+				t.Errorf("moving = %v, want %v", moving, wantMoving)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("divide = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDivisionSpec(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  string
+		want bool
+	}{
+		{"v1beta2 Divide", `{"apiVersion":"types.kubefed.io/v1beta2","kind":"FederatedDeployment","metadata":{"namespace":"shop"},"spec":{"placement":{"topologyType":"cell"},"replicaDivision":{"mode":"Divide"}}}`, true},
+		{"v1beta2 Duplicate", `{"apiVersion":"types.kubefed.io/v1beta2","kind":"FederatedDeployment","metadata":{"namespace":"shop"},"spec":{"replicaDivision":{"mode":"Duplicate"}}}`, false},
+		{"v1beta2 without", `{"apiVersion":"types.kubefed.io/v1beta2","kind":"FederatedDeployment","metadata":{"namespace":"shop"},"spec":{}}`, false},
+		{"v1beta1 with the stash", `{"apiVersion":"types.kubefed.io/v1beta1","kind":"FederatedDeployment","metadata":{"namespace":"shop","annotations":{"conversion.cellfed.io/v1beta2-spec":"{\"placement\":{\"topologyType\":\"cell\",\"topologies\":[{\"name\":\"a\"}]},\"replicaDivision\":{\"mode\":\"Divide\"}}"}},"spec":{"placement":{"clusters":[{"name":"shop.a"}]}}}`, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON([]byte(tc.obj)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := divisionSpec(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != nil) != tc.want {
+				t.Errorf("divisionSpec = %+v, want a division: %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@
 # pinned there, away from the main module's dependencies), and is run twice,
 # each time in the module whose go.mod owns the packages it loads:
 #   - in hack/tools for sigs.k8s.io/kubefed/pkg/apis/core/{v1beta1,v1alpha1}
+#     and scheduling/v1alpha1 (ReplicaSchedulingPreference)
 #     (hack/tools requires kubefed; tools.go keeps it and its go.sum entries);
 #   - in the main module for ./pkg/apis/core/v1alpha1, so our types are read
 #     from the work tree with the main module's own dependencies, and a change
@@ -37,6 +38,7 @@ crds=(
 	core.kubefed.io_kubefedclusters.yaml
 	core.kubefed.io_kubefedconfigs.yaml
 	core.kubefed.io_propagatedversions.yaml
+	scheduling.kubefed.io_replicaschedulingpreferences.yaml
 )
 
 verify=false
@@ -59,6 +61,7 @@ gen=$tmp/gen
 (cd "$root/hack/tools" && "$controller_gen" crd \
 	paths=sigs.k8s.io/kubefed/pkg/apis/core/v1beta1 \
 	paths=sigs.k8s.io/kubefed/pkg/apis/core/v1alpha1 \
+	paths=sigs.k8s.io/kubefed/pkg/apis/scheduling/v1alpha1 \
 	output:crd:dir="$gen")
 (cd "$root" && "$controller_gen" crd \
 	paths=./pkg/apis/core/v1alpha1 \

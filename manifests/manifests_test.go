@@ -92,6 +92,11 @@ var want = []struct {
 		},
 	},
 	{
+		name: "replicaschedulingpreferences.scheduling.kubefed.io", group: "scheduling.kubefed.io", kind: "ReplicaSchedulingPreference",
+		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
+		shortNames: []string{"rsp"},
+	},
+	{
 		name: "templaterevisions.core.cellfed.io", group: "core.cellfed.io", kind: "TemplateRevision",
 		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
 		shortNames: []string{"templaterev"},

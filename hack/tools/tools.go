@@ -9,4 +9,5 @@ package tools
 import (
 	_ "sigs.k8s.io/kubefed/pkg/apis/core/v1alpha1"
 	_ "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
+	_ "sigs.k8s.io/kubefed/pkg/apis/scheduling/v1alpha1"
 )

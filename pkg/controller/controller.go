@@ -35,6 +35,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/federatedtypeconfig"
 	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
+	"github.com/cellfed/cellfed/pkg/controller/replicascheduling"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 	"github.com/cellfed/cellfed/pkg/proxy"
 )
@@ -46,6 +47,7 @@ type Options struct {
 	FederationNamespace string
 	Propagation         propagation.Options
 	Rollout             rolloutcontroller.Options
+	ReplicaScheduling   replicascheduling.Options
 	Clusters            clusters.Options
 	CellWorkers         int
 	PlaneQPS            float32
@@ -80,6 +82,7 @@ func NewOptions() *Options {
 		FederationNamespace: "kube-federation-system",
 		Propagation:         propagation.DefaultOptions(),
 		Rollout:             rolloutcontroller.DefaultOptions(),
+		ReplicaScheduling:   replicascheduling.DefaultOptions(),
 		Clusters:            clusters.DefaultOptions(),
 		CellWorkers:         4,
 		PlaneQPS:            200,
@@ -105,6 +108,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Propagation.StatusInterval, "status-interval", o.Propagation.StatusInterval, "least time between two status writes of one federated object: member status changes within it are written together (0 writes every change)")
 	fs.IntVar(&o.Rollout.Workers, "rollout-workers", o.Rollout.Workers, "objects under a rollout of one federated type handled in parallel")
 	fs.IntVar(&o.Rollout.HistoryLimit, "rollout-history-limit", o.Rollout.HistoryLimit, "template revisions kept per federated object for rollout undo")
+	fs.BoolVar(&o.ReplicaScheduling.Enabled, "replica-scheduling-preferences", o.ReplicaScheduling.Enabled, "schedule KubeFed's ReplicaSchedulingPreferences (scheduling.kubefed.io): divide each one's totalReplicas among the clusters of its FederatedDeployment or FederatedReplicaSet and write the result into it, as KubeFed's scheduler does; false leaves RSPs to another scheduler")
 	fs.StringVar(&o.Tunnel.Address, "tunnel-grpc-address", o.Tunnel.Address, "the tunnel hub's gRPC frontend (host:port); when set, tunnelled clusters are reached through it instead of their spec.proxyURL")
 	fs.StringVar(&o.Tunnel.ServerName, "tunnel-server-name", o.Tunnel.ServerName, "name the tunnel hub's certificate must show (default: the host of --tunnel-grpc-address)")
 	fs.StringVar(&o.Tunnel.CAFile, "tunnel-ca-file", o.Tunnel.CAFile, "CA that verifies the tunnel hub (default: the plane kubeconfig's CA)")
@@ -284,18 +288,22 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	reg := clusters.NewRegistry(plane, kube, caches, o.Clusters)
 	types := federatedtypeconfig.New(ctx, plane, caches, reg, recorder, o.Propagation, o.Rollout)
 	cellCtrl := cells.New(plane, caches, o.FederationNamespace, o.CellWorkers)
+	runs := []func(context.Context) error{reg.Run, cellCtrl.Run, types.Run}
+	if o.ReplicaScheduling.Enabled {
+		runs = append(runs, replicascheduling.New(plane, caches, recorder, o.ReplicaScheduling).Run)
+	}
 	reg.Subscribe(types.ClusterChanged)
 	caches.Start(ctx.Done())
-	errc := make(chan error, 3)
-	go func() { errc <- reg.Run(ctx) }()
-	go func() { errc <- cellCtrl.Run(ctx) }()
-	go func() { errc <- types.Run(ctx) }()
+	errc := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { errc <- run(ctx) }()
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return ctx.Err()
 	}
 	ready.Store("synced", true)
 	klog.InfoS("cellfed-controller running", "federationNamespace", o.FederationNamespace)
-	for range 3 {
+	for range runs {
 		if err := <-errc; err != nil {
 			return err
 		}

@@ -47,9 +47,10 @@ const (
 
 // API groups the roles name.
 const (
-	groupTypes   = "types.kubefed.io" // every federated type, enabled now or later
-	groupCellfed = "core.cellfed.io"  // Cells, TemplateRevisions
-	groupKubeFed = "core.kubefed.io"  // PropagatedVersions, FederatedTypeConfigs, KubeFedClusters
+	groupTypes      = "types.kubefed.io"      // every federated type, enabled now or later
+	groupCellfed    = "core.cellfed.io"       // Cells, TemplateRevisions
+	groupKubeFed    = "core.kubefed.io"       // PropagatedVersions, FederatedTypeConfigs, KubeFedClusters
+	groupScheduling = "scheduling.kubefed.io" // ReplicaSchedulingPreferences
 )
 
 var (
@@ -70,7 +71,8 @@ var (
 //
 // app team: every federated type (resources "*" of types.kubefed.io, so
 // types enabled later are covered, their /status included), rollout's
-// TemplateRevisions, read of Cells and PropagatedVersions. Bound with a
+// TemplateRevisions, KubeFed's ReplicaSchedulingPreferences, read of Cells
+// and PropagatedVersions. Bound with a
 // RoleBinding it applies to that namespace only: nothing in the
 // federation namespace (no Secrets, no KubeFedClusters), no Cells or
 // KubeFedClusters created. It aggregates into Kubernetes' edit and admin.
@@ -95,6 +97,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions"}, Verbs: writeVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"cells", "cells/status"}, Verbs: readVerbs},
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
+				{APIGroups: []string{groupScheduling}, Resources: []string{"replicaschedulingpreferences"}, Verbs: writeVerbs},
 				cellProxyRule,
 			},
 		},
@@ -104,6 +107,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 				{APIGroups: []string{groupTypes}, Resources: []string{"*"}, Verbs: readVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions", "cells", "cells/status"}, Verbs: readVerbs},
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
+				{APIGroups: []string{groupScheduling}, Resources: []string{"replicaschedulingpreferences"}, Verbs: readVerbs},
 				viewerProxyRule,
 			},
 		},

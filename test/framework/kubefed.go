@@ -42,7 +42,9 @@ import (
 //   - Leader election is always on; the lock (resourceLock configmaps, the
 //     ConfigMap kubefed-controller-manager) is not released on exit, so a
 //     second controller on the same plane waits up to leaseDuration.
-//   - SchedulerPreferences off: the plane does not serve scheduling.kubefed.io.
+//   - SchedulerPreferences off: the plane serves scheduling.kubefed.io, but
+//     cellfed-controller schedules ReplicaSchedulingPreferences; tests turn
+//     KubeFed's scheduler on where they run it alone.
 //
 // KubeFed treats every KubeFedCluster as its own cluster: an object present
 // in a member but not placed on a KubeFedCluster that reaches that member is
@@ -57,8 +59,8 @@ const KubeFedNamespace = "kube-federation-system"
 // KubeFedOptions configures StartKubeFed.
 type KubeFedOptions struct {
 	// FeatureGates override the KubeFedConfig's gates by name. Defaults:
-	// PushReconciler on, SchedulerPreferences off (the plane does not serve
-	// scheduling.kubefed.io), RawResourceStatusCollection off.
+	// PushReconciler on, SchedulerPreferences off (cellfed-controller
+	// schedules RSPs), RawResourceStatusCollection off.
 	FeatureGates map[string]bool
 	// Args are extra controller-manager flags (e.g. "--v=4").
 	Args []string

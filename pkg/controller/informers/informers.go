@@ -162,6 +162,13 @@ func (f *Factory) FederatedTypeConfigs() cache.SharedIndexInformer {
 	}, StripManagedFields, nil)
 }
 
+// ReplicaSchedulingPreferences (KubeFed's RSPs) of every namespace.
+func (f *Factory) ReplicaSchedulingPreferences() cache.SharedIndexInformer {
+	return f.get("replicaschedulingpreferences", func() cache.SharedIndexInformer {
+		return f.all.ForResource(kubefed.ReplicaSchedulingPreferencesResource).Informer()
+	}, StripManagedFields, nil)
+}
+
 // StripManagedFields is a cache transform dropping metadata.managedFields
 // of any API object.
 func StripManagedFields(obj any) (any, error) {

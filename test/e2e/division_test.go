@@ -152,7 +152,9 @@ func unstructuredInt(obj map[string]any, path ...string) (int64, bool, error) {
 // are written). Member-2 is stopped: its share moves to the two others
 // and, sampled every 200 ms across the move, the ready replicas on them
 // never fall below the 6 they ran. Member-2 returns: the share moves
-// back, and the ready total never falls below 9.
+// back, and the ready total never falls below 9. Then member-2's replicas
+// stop being ready (its pods crash): after failoverAfterSeconds its share
+// moves again, and back once they are ready.
 func TestReplicaDivisionFailover(t *testing.T) {
 	t.Parallel()
 	f := startFederation(t, 3)
@@ -164,6 +166,8 @@ func TestReplicaDivisionFailover(t *testing.T) {
 	defer cancel()
 	var down atomic.Int32 // member index that is stopped, -1: none
 	down.Store(-1)
+	var stuck atomic.Int32 // member index whose replicas never get ready, -1: none
+	stuck.Store(-1)
 	dyns := make([]dynamic.Interface, len(f.members))
 	for i, m := range f.members {
 		dyns[i] = dynamic.NewForConfigOrDie(m.RESTConfig(t))
@@ -196,10 +200,14 @@ func TestReplicaDivisionFailover(t *testing.T) {
 			}
 			for i := range f.members {
 				spec, ready, gen, observed, ok := counts(ctx, i)
-				if !ok || (spec == ready && gen == observed) {
+				want := spec
+				if int(stuck.Load()) == i {
+					want = 0 // its pods crash: none ready
+				}
+				if !ok || (want == ready && gen == observed) {
 					continue
 				}
-				body, _ := json.Marshal(map[string]any{"status": deploymentStatus(gen, int(spec), int(spec))})
+				body, _ := json.Marshal(map[string]any{"status": deploymentStatus(gen, int(spec), int(want))})
 				pctx, pcancel := context.WithTimeout(ctx, time.Second)
 				_, _ = dyns[i].Resource(deployments).Namespace("shop").Patch(pctx, "fo", types.MergePatchType, body, metav1.PatchOptions{}, "status")
 				pcancel()
@@ -273,4 +281,21 @@ func TestReplicaDivisionFailover(t *testing.T) {
 	f.members[2].RestartAndWait(t)
 	down.Store(-1)
 	move("member-2 back: its share moves back", 9, []int{0, 1, 2}, specs(3, 3, 3))
+
+	// Member-2 stays up but its replicas stop being ready: after
+	// failoverAfterSeconds its share moves to the others, and the ready
+	// replicas there never fall below the 6 they ran.
+	f.kubectl.MustRun(t, "", "-n", "shop", "patch", "federateddeployments.v1beta2.types.kubefed.io", "fo", "--type=merge",
+		"-p", `{"spec":{"replicaDivision":{"failoverAfterSeconds":3}}}`)
+	stuck.Store(2)
+	took = move("member-2's replicas unready: its share moves to the others", 6, []int{0, 1}, func() (bool, string) {
+		sum, each := readyOn(0, 1)
+		spec2, _, _, _, _ := counts(ctx, 2)
+		return sum == 9 && spec2 == 0, fmt.Sprintf("ready on member-0 and member-1 %v, member-2 assigned %d", each, spec2)
+	})
+	t.Logf("failover of unready replicas took %v (failoverAfterSeconds 3)", took.Round(100*time.Millisecond))
+	// Its pods recover: the cell is tried again after the same 3 s and
+	// takes its share back.
+	stuck.Store(-1)
+	move("member-2's replicas ready again: its share moves back", 9, []int{0, 1, 2}, specs(3, 3, 3))
 }

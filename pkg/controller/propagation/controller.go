@@ -379,12 +379,19 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 			fresh = c.observe(fed, decision.Intents, members)
 		}
 		var moving bool
-		if w.divided, moving, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh); err != nil {
+		var clocks clockOutput
+		now := clockInput{Now: time.Now()}
+		c.objs.read(key, func(s *state) { now.Timers = s.unready })
+		if w.divided, moving, clocks, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh, now); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ReplicaDivisionFailed", "%v", err)
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ReplicaDivisionFailed", err.Error()}})
 		}
-		if moving {
+		c.objs.update(key, func(s *state) { s.unready = clocks.Timers })
+		switch {
+		case moving:
 			c.queue.AddAfter(key, divisionStepRetry)
+		case clocks.Wake > 0:
+			c.queue.AddAfter(key, clocks.Wake)
 		}
 	}
 	results := c.dispatch(ctx, key, fed, w, rec, decision.Intents, members)

@@ -56,9 +56,14 @@ func divisionSpec(stored *unstructured.Unstructured) (*typesv1b2.Spec, error) {
 // fresh is what each member's cache shows of the object now, by member
 // (observe): its counts win over the last status written, so a step
 // follows readiness as soon as a member reports it.
-func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation) (divided map[string]int32, moving bool, err error) {
+//
+// With failover, a cluster whose replicas stay unready (fewer ready than
+// assigned) for failoverAfterSeconds fails too: clocks are each cluster's
+// unreadyTimer, as of now; divide returns their next values and how soon
+// the object must be looked at again for one of them (0: no clock runs).
+func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation, clocks clockInput) (divided map[string]int32, moving bool, next clockOutput, err error) {
 	if spec == nil {
-		return nil, false, nil
+		return nil, false, clockOutput{}, nil
 	}
 	d := spec.ReplicaDivision
 	replicas := int64(1) // the workloads' default
@@ -113,12 +118,25 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 		if counts.ReadyReplicas != nil {
 			ready[cl] = *counts.ReadyReplicas
 		}
+		if d.Failover && !c.Failing {
+			failing, t, wake := unreadyFailing(clocks.Timers[cl], c.Current, counts.ready(), failoverAfter(d), clocks.Now)
+			c.Failing = failing
+			if !t.zero() {
+				if next.Timers == nil {
+					next.Timers = map[string]unreadyTimer{}
+				}
+				next.Timers[cl] = t
+			}
+			if wake > 0 && (next.Wake == 0 || wake < next.Wake) {
+				next.Wake = wake
+			}
+		}
 		c.Override = replicasOverride(overridesFor(overrides, cl))
 		in.Cells = append(in.Cells, c)
 	}
 	res, err := division.Divide(in)
 	if err != nil {
-		return nil, false, err
+		return nil, false, clockOutput{}, err
 	}
 	current := make(map[string]int32, len(in.Cells))
 	for _, c := range in.Cells {
@@ -139,7 +157,7 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 	}
 	out, err := division.Step(moves, maxSurge)
 	if err != nil {
-		return nil, false, err
+		return nil, false, clockOutput{}, err
 	}
 	for _, a := range res.Cells {
 		if _, ok := out[a.Name]; !ok {
@@ -147,7 +165,72 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 		}
 		moving = moving || out[a.Name] != a.Replicas
 	}
-	return out, moving, nil
+	return out, moving, next, nil
+}
+
+// clockInput is what divide needs to run the failover clocks of unready
+// replicas: the time, and each cluster's clock as last returned.
+type clockInput struct {
+	Now    time.Time
+	Timers map[string]unreadyTimer
+}
+
+// clockOutput is each cluster's clock after divide (only running ones),
+// and how soon to look again for one of them (0: none runs).
+type clockOutput struct {
+	Timers map[string]unreadyTimer
+	Wake   time.Duration
+}
+
+// unreadyTimer is one cluster's failover clock for replicas that do not
+// become ready. The controller keeps it in memory: a restarted
+// controller starts each clock again, which delays a failover, never
+// hastens one.
+type unreadyTimer struct {
+	// since: when the cluster was first seen with fewer ready replicas
+	// than it was assigned.
+	since time.Time
+	// failedAt: when failover moved its share away. It gets none until
+	// failoverAfter has passed again, then is tried again; a move never
+	// lowers the ready total, so a retry that stays unready costs the
+	// others nothing.
+	failedAt time.Time
+}
+
+func (t unreadyTimer) zero() bool { return t.since.IsZero() && t.failedAt.IsZero() }
+
+// defaultFailoverAfter is failoverAfterSeconds when it is not set.
+const defaultFailoverAfter = 300 * time.Second
+
+func failoverAfter(d *typesv1b2.ReplicaDivision) time.Duration {
+	if d.FailoverAfterSeconds != nil {
+		return time.Duration(*d.FailoverAfterSeconds) * time.Second
+	}
+	return defaultFailoverAfter
+}
+
+// unreadyFailing decides whether a cluster assigned current replicas, of
+// which ready are ready (nil: the member reports no status), fails for
+// unready replicas at now, given its clock t; it returns the next clock
+// and how soon the decision may change (0: not until something else
+// does).
+func unreadyFailing(t unreadyTimer, current int32, ready *int32, after time.Duration, now time.Time) (bool, unreadyTimer, time.Duration) {
+	if !t.failedAt.IsZero() {
+		if left := after - now.Sub(t.failedAt); left > 0 {
+			return true, t, left
+		}
+		t = unreadyTimer{} // cooled down: try the cluster again
+	}
+	if ready == nil || current == 0 || *ready >= current {
+		return false, unreadyTimer{}, 0
+	}
+	if t.since.IsZero() {
+		t.since = now
+	}
+	if left := after - now.Sub(t.since); left > 0 {
+		return false, t, left
+	}
+	return true, unreadyTimer{failedAt: now}, after
 }
 
 // divisionStepRetry is how soon a division on its way (divide's
@@ -161,12 +244,28 @@ type replicaCounts struct {
 	Replicas          *int32 `json:"replicas"`
 	ReadyReplicas     *int32 `json:"readyReplicas"`
 	AvailableReplicas *int32 `json:"availableReplicas"`
+	// reported: the member reported a status (a JSON object).
+	reported bool
+}
+
+// ready is the ready replicas a reported status shows: a workload's
+// status leaves readyReplicas out when it is 0; nil when the member
+// reports no status at all.
+func (c replicaCounts) ready() *int32 {
+	if c.ReadyReplicas != nil {
+		return c.ReadyReplicas
+	}
+	if c.reported {
+		return new(int32)
+	}
+	return nil
 }
 
 func remoteCounts(raw *runtime.RawExtension) replicaCounts {
 	var c replicaCounts
 	if raw != nil && len(raw.Raw) > 0 {
-		_ = json.Unmarshal(raw.Raw, &c) // a status of another shape has no counts
+		// A status of another shape has no counts.
+		c.reported = json.Unmarshal(raw.Raw, &c) == nil
 	}
 	return c
 }

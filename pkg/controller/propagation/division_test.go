@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,7 +77,7 @@ func TestDivide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, moving, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh)
+			got, moving, _, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh, clockInput{Now: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,6 +88,82 @@ func TestDivide(t *testing.T) {
 				t.Errorf("divide = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnreadyFailing(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	after := 10 * time.Second
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tests := []struct {
+		name        string
+		clock       unreadyTimer
+		current     int32
+		ready       *int32
+		now         time.Time
+		wantFailing bool
+		wantClock   unreadyTimer
+		wantWake    time.Duration
+	}{
+		{"all ready: no clock", unreadyTimer{}, 3, ptr.To[int32](3), t0, false, unreadyTimer{}, 0},
+		{"no status reported: no clock", unreadyTimer{}, 3, nil, t0, false, unreadyTimer{}, 0},
+		{"nothing assigned: no clock", unreadyTimer{}, 0, ptr.To[int32](0), t0, false, unreadyTimer{}, 0},
+		{"first seen unready: the clock starts", unreadyTimer{}, 3, ptr.To[int32](1), t0, false, unreadyTimer{since: t0}, after},
+		{"still unready within the window", unreadyTimer{since: t0}, 3, ptr.To[int32](1), at(4), false, unreadyTimer{since: t0}, 6 * time.Second},
+		{"ready again: the clock stops", unreadyTimer{since: t0}, 3, ptr.To[int32](3), at(4), false, unreadyTimer{}, 0},
+		{"unready for the whole window: fails", unreadyTimer{since: t0}, 3, ptr.To[int32](0), at(10), true, unreadyTimer{failedAt: at(10)}, after},
+		{"failed: stays failed while cooling down", unreadyTimer{failedAt: t0}, 0, ptr.To[int32](0), at(3), true, unreadyTimer{failedAt: t0}, 7 * time.Second},
+		{"cooled down: tried again", unreadyTimer{failedAt: t0}, 0, ptr.To[int32](0), at(10), false, unreadyTimer{}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			failing, clock, wake := unreadyFailing(tc.clock, tc.current, tc.ready, after, tc.now)
+			if failing != tc.wantFailing || clock != tc.wantClock || wake != tc.wantWake {
+				t.Errorf("unreadyFailing = %v, %+v, %v; want %v, %+v, %v", failing, clock, wake, tc.wantFailing, tc.wantClock, tc.wantWake)
+			}
+		})
+	}
+}
+
+// TestDivideFailsOverUnreadyReplicas: a cell whose replicas stay unready
+// for failoverAfterSeconds loses its share, as an offline one does.
+func TestDivideFailsOverUnreadyReplicas(t *testing.T) {
+	spec := &typesv1b2.Spec{ReplicaDivision: &typesv1b2.ReplicaDivision{Mode: typesv1b2.DivisionDivide, Failover: true, FailoverAfterSeconds: ptr.To[int32](60)}}
+	intents := []Intent{}
+	var st typesv1b1.Status
+	for _, cl := range []string{"shop.a", "shop.b", "shop.c"} {
+		intents = append(intents, Intent{Verb: Ensure, Member: cl, Clusters: []string{cl}, Writer: cl, Report: true})
+		ready := 3
+		if cl == "shop.c" {
+			ready = 0
+		}
+		st.Clusters = append(st.Clusters, typesv1b1.ClusterStatus{Name: cl, Replicas: ptr.To[int32](3),
+			RemoteStatus: &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"replicas":3,"readyReplicas":%d}`, ready)}})
+	}
+	tmpl := map[string]any{"spec": map[string]any{"replicas": int64(9)}}
+	t0 := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+
+	got, _, clocks, err := divide("shop/web", spec, "shop", tmpl, st, intents, nil, nil, clockInput{Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int32{"shop.a": 3, "shop.b": 3, "shop.c": 3}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("within the window: %v, want %v", got, want)
+	}
+	if clocks.Wake != time.Minute || clocks.Timers["shop.c"].since != t0 || len(clocks.Timers) != 1 {
+		t.Fatalf("clocks after the first look: %+v", clocks)
+	}
+	got, _, clocks, err = divide("shop/web", spec, "shop", tmpl, st, intents, nil, nil, clockInput{Now: t0.Add(time.Minute), Timers: clocks.Timers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// shop.c's unready replicas go at once; the others gain (one step,
+	// maxSurge 1 above the total).
+	if got["shop.c"] != 0 || got["shop.a"]+got["shop.b"] < 6 {
+		t.Fatalf("after the window: %v, want shop.c at 0", got)
+	}
+	if clocks.Timers["shop.c"].failedAt != t0.Add(time.Minute) {
+		t.Fatalf("clocks after failover: %+v", clocks)
 	}
 }
 

@@ -38,11 +38,14 @@ type state struct {
 	// propagating: the generation observed and not yet everywhere;
 	// reflowing: the first member event not yet in the status (metrics).
 	propagating, reflowing mark
+	// unready: the failover clocks of clusters whose divided replicas
+	// are not ready (see divide).
+	unready map[string]unreadyTimer
 }
 
 func (s *state) empty() bool {
 	return s.record == nil && s.finalizer.at.IsZero() && s.statusAt.IsZero() && s.written == nil && s.statusRV == "" && s.inFlight.Len() == 0 &&
-		s.settleSince.IsZero() && s.propagating.at.IsZero() && s.reflowing.at.IsZero()
+		s.settleSince.IsZero() && s.propagating.at.IsZero() && s.reflowing.at.IsZero() && len(s.unready) == 0
 }
 
 // objects holds the state of every object of one type, by cache key.

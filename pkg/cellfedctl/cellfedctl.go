@@ -172,6 +172,16 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// maxArgs is cobra.MaximumNArgs with a message that says what to pass.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) > n {
+			return fmt.Errorf("%s takes %s, got %d arguments; see '%s --help'", c.CommandPath(), what, len(args), c.CommandPath())
+		}
+		return nil
+	}
+}
+
 // restConfig is the plane's client configuration from the kubeconfig
 // flags.
 func (o *options) restConfig() (*rest.Config, error) {

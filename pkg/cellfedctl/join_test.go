@@ -341,7 +341,9 @@ func TestJoinUnjoinArgs(t *testing.T) {
 		{[]string{"unjoin", "M1"}, "is not a valid cluster name"},
 		{[]string{"unjoin", "m1", "--member-context=x"}, "--member-context needs --kubeconfig-member"},
 		{[]string{"status", "-o", "wide"}, `-o "wide" is not an output format`},
-		{[]string{"status", "extra"}, "takes no arguments"},
+		{[]string{"status", "extra"}, "is not <kind>/<name>"},
+		{[]string{"status", "a/b", "c/d"}, "takes no arguments, or one federated object"},
+		{[]string{"status", "deployment/web", "-o", "yaml"}, "-o yaml applies to the clusters and cells"},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -63,11 +64,18 @@ type statusOptions struct {
 func newStatusCommand(o *options) *cobra.Command {
 	s := &statusOptions{options: o}
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show the member clusters and cells, and whether they are ready",
+		Use:   "status [<kind>/<name>]",
+		Short: "Show the member clusters and cells, and whether they are ready; or one federated object per cell",
 		Long: `Show the physical member clusters (the KubeFedClusters of
 --federation-namespace without a dot in their name) and the cells of every
 namespace.
+
+With <kind>/<name>, show one federated object instead: a row per placed
+cell with what it runs, READY, and for an object whose replicas are
+divided (spec.replicaDivision, or a ReplicaSchedulingPreference's
+overrides) ASSIGNED, the replicas the division gives the cell, next to
+REPLICAS, ready/desired as the member reports them. It is the table of
+"rollout status"; the exit code is 0 whatever the cells' state.
 
 READY of a cluster is its KubeFedCluster's Ready condition (False when the
 cluster is Offline), and Unknown before the plane's cluster controller has
@@ -75,13 +83,35 @@ probed it; VERSION is the Kubernetes version it reported. CELLS counts the
 cells placed on it. READY of a cell is the cell's Ready condition; its
 PER-CELL CLUSTER is its own KubeFedCluster (status.kubeFedCluster, else
 <namespace>.<cell>).`,
-		Example: examples(o.name, "status", "status -o yaml"),
-		Args:    exactArgs(0, "no arguments"),
-		RunE:    func(c *cobra.Command, _ []string) error { return s.run(c.Context()) },
+		Example: examples(o.name, "status", "status -o yaml", "status deployment/web -n shop"),
+		Args:    maxArgs(1, "no arguments, or one federated object as <kind>/<name>"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return s.object(c.Context(), args[0])
+			}
+			return s.run(c.Context())
+		},
 	}
 	cmd.Flags().StringVarP(&s.output, "output", "o", "", "output format: empty for tables, json or yaml")
 	cmd.Flags().StringVar(&s.fedNamespace, "federation-namespace", federatedtypes.DefaultNamespace, "namespace of the KubeFedClusters in the plane")
 	return cmd
+}
+
+// object prints one federated object's cells.
+func (s *statusOptions) object(ctx context.Context, arg string) error {
+	if s.output != "" {
+		return fmt.Errorf("-o %s applies to the clusters and cells; drop it to show %s", s.output, arg)
+	}
+	if _, _, err := splitRef(arg); err != nil {
+		return err
+	}
+	r := &rolloutOptions{options: s.options, now: time.Now, fedNamespace: s.fedNamespace}
+	t, err := r.load(ctx, arg)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(s.streams.Out, viewOf(t).text)
+	return err
 }
 
 func (s *statusOptions) run(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,6 +95,34 @@ func TestReplicaDivision(t *testing.T) {
 	first := map[string]int64{"rz00a": 2, "rz10a": 4, "rz20a": 4}
 	waitDivided("10 replicas divided 2/4/4", first)
 	ready(first)
+	// cellfedctl status shows each cell's share next to what it runs.
+	eventually(t, "cellfedctl status shows ASSIGNED and REPLICAS", func() (bool, string) {
+		out := f.ctl.ok(t, "status", "deployment/web", "-n", "shop")
+		rows := map[string][]string{}
+		var header []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) > 0 && fields[0] == "CELL" {
+				header = fields
+				continue
+			}
+			if len(fields) > 0 {
+				rows[fields[0]] = fields
+			}
+		}
+		col := func(name string) int { return slices.Index(header, name) }
+		a, r := col("ASSIGNED"), col("REPLICAS")
+		if a < 0 || r < 0 {
+			return false, out
+		}
+		for cell, n := range first {
+			row := rows[cell]
+			if len(row) <= max(a, r) || row[a] != fmt.Sprint(n) || row[r] != fmt.Sprintf("%d/%d", n, n) {
+				return false, out
+			}
+		}
+		return true, out
+	})
 
 	// 11: where the extra one goes is the division rule's choice.
 	in := division.Input{Key: "shop/web", Mode: division.ModeDivide, Replicas: 11}

@@ -145,7 +145,8 @@ var kubeFedConfigDescriptions = map[string]string{
 
 // extend adds cellfed's extensions of KubeFed's API to the generated
 // CRDs (upstream KubeFed ignores them): FederatedTypeConfig
-// spec.propagatingAnnotations, the annotation keys propagated as spec;
+// spec.propagatingAnnotations, the annotation keys propagated as spec,
+// and spec.replicasPath, where a divided type keeps its replicas;
 // and descriptions of the KubeFedConfig fields KubeFed left undocumented.
 func extend(crd *apiextensionsv1.CustomResourceDefinition) {
 	if crd.Name == "kubefedconfigs.core.kubefed.io" {
@@ -172,6 +173,10 @@ func extend(crd *apiextensionsv1.CustomResourceDefinition) {
 			Type:        "array",
 			Description: "cellfed: annotation key patterns (\"*\" matches any run of characters) propagated as spec: set from the template, updated, and removed from members when they leave it. Other annotations are the members' own. Unset: every template annotation is propagated and none removed.",
 			Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}},
+		}
+		spec.Properties["replicasPath"] = apiextensionsv1.JSONSchemaProps{
+			Type:        "string",
+			Description: "cellfed: where the target type keeps its replicas, as a JSON pointer below spec (default /spec/replicas). A replica division (spec.replicaDivision) writes each cell's share there, and an override of that path is an explicit per-cell count.",
 		}
 		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
 	}

@@ -1701,6 +1701,12 @@ propagation: Enabled
 `)},
 		{name: "bad annotation propagation patterns", obj: typeConfig("deployments.apps", goodTypeConfig+`propagatingAnnotations: ["Bad Key/*", "", "example.com/x", "example.com/x"]
 `), want: invalid, msgs: []string{"spec.propagatingAnnotations[0]", "not an annotation key pattern", "spec.propagatingAnnotations[1]", "matches nothing", "spec.propagatingAnnotations[3]: Duplicate"}},
+		{name: "a replicas path", obj: typeConfig("deployments.apps", goodTypeConfig+`replicasPath: /spec/workers/count
+`)},
+		{name: "a replicas path that is not a JSON pointer", obj: typeConfig("deployments.apps", goodTypeConfig+`replicasPath: spec.replicas
+`), want: invalid, msgs: []string{"spec.replicasPath", "not a JSON pointer", "/spec/replicas"}},
+		{name: "a replicas path outside spec", obj: typeConfig("deployments.apps", goodTypeConfig+`replicasPath: /status/replicas
+`), want: invalid, msgs: []string{"spec.replicasPath", "not below spec"}},
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	"github.com/cellfed/cellfed/pkg/annotationrules"
+	"github.com/cellfed/cellfed/pkg/placement/division"
 )
 
 // KubeFed's admission for its own objects (its webhook in
@@ -172,7 +173,25 @@ func validateTypeConfig(r Request) field.ErrorList {
 	if c.Spec.StatusCollection != nil {
 		errs = append(errs, enum(spec.Child("statusCollection"), string(*c.Spec.StatusCollection), string(fedv1beta1.StatusCollectionEnabled), string(fedv1beta1.StatusCollectionDisabled))...)
 	}
+	errs = append(errs, validateReplicasPath(spec.Child(division.ReplicasPathField), r.Object.Object)...)
 	return append(errs, validatePropagatingAnnotations(spec.Child(annotationrules.Field), r.Object.Object)...)
+}
+
+// validateReplicasPath checks cellfed's extension of the
+// FederatedTypeConfig naming where the target keeps its replicas.
+func validateReplicasPath(path *field.Path, content map[string]any) field.ErrorList {
+	raw, found, _ := unstructured.NestedFieldNoCopy(content, "spec", division.ReplicasPathField)
+	if !found || raw == nil {
+		return nil
+	}
+	p, ok := raw.(string)
+	if !ok {
+		return field.ErrorList{field.Invalid(path, raw, "must be a JSON pointer to the target's replicas, e.g. /spec/replicas")}
+	}
+	if err := division.ValidateReplicasPath(p); err != nil {
+		return field.ErrorList{field.Invalid(path, p, err.Error())}
+	}
+	return nil
 }
 
 // validatePropagatingAnnotations checks cellfed's extension of the

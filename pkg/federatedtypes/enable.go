@@ -20,6 +20,7 @@ import (
 
 	"github.com/cellfed/cellfed/pkg/annotationrules"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/placement/division"
 )
 
 // kubefed.FederatedTypeConfigsResource is the FederatedTypeConfig resource.
@@ -187,6 +188,12 @@ func applyTypeConfig(ctx context.Context, c dynamic.Interface, ftc *fedv1beta1.F
 	if err == nil && annotations == nil {
 		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", annotationrules.Field); ok {
 			_ = unstructured.SetNestedField(obj.Object, v, "spec", annotationrules.Field)
+		}
+	}
+	if err == nil {
+		// Enabling again keeps the type's replicas path.
+		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", division.ReplicasPathField); ok {
+			_ = unstructured.SetNestedField(obj.Object, v, "spec", division.ReplicasPathField)
 		}
 	}
 	if apierrors.IsNotFound(err) {

@@ -161,6 +161,18 @@ func TestReplicaDivision(t *testing.T) {
 	if got := assigned(); !maps.Equal(reps, second) || !maps.Equal(got, second) {
 		t.Fatalf("a release on rz00a moved replicas: %s, assigned %v; want %v", msg, got, second)
 	}
+
+	// The type's replicas path (cellfed's FederatedTypeConfig extension)
+	// is kept by the plane's schema, and a bad one is refused.
+	ftc := []string{"-n", framework.KubeFedNamespace, "patch", "federatedtypeconfigs", "deployments.apps", "--type=merge", "-p"}
+	if _, err := f.kubectl.Run(context.Background(), "", append(ftc, `{"spec":{"replicasPath":"spec.replicas"}}`)...); err == nil ||
+		!strings.Contains(err.Error(), "spec.replicasPath") || !strings.Contains(err.Error(), "not a JSON pointer") {
+		t.Fatalf("a replicas path that is not a JSON pointer: %v", err)
+	}
+	f.kubectl.MustRun(t, "", append(ftc, `{"spec":{"replicasPath":"/spec/replicas"}}`)...)
+	if got := f.kubectl.MustRun(t, "", "-n", framework.KubeFedNamespace, "get", "federatedtypeconfigs", "deployments.apps", "-o", "jsonpath={.spec.replicasPath}"); got != "/spec/replicas" {
+		t.Fatalf("spec.replicasPath read back as %q: the plane's schema dropped it", got)
+	}
 }
 
 // unstructuredInt reads an integer field of unstructured content.

@@ -382,7 +382,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		var clocks clockOutput
 		now := clockInput{Now: time.Now()}
 		c.objs.read(key, func(s *state) { now.Timers = s.unready })
-		if w.divided, moving, clocks, err = divide(key, w.division, fed.GetNamespace(), w.template, statusOf(fed), decision.Intents, w.spec.Overrides, fresh, now); err != nil {
+		if w.divided, moving, clocks, err = divide(key, w.division, fed.GetNamespace(), w.template, c.typ.replicasPath(), statusOf(fed), decision.Intents, w.spec.Overrides, fresh, now); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ReplicaDivisionFailed", "%v", err)
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ReplicaDivisionFailed", err.Error()}})
 		}
@@ -654,7 +654,7 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 				if n, ok := w.divided[it.Writer]; ok {
 					// The cluster's share first: its own replicas
 					// override still wins.
-					ops = append([]typesv1b1.ClusterOverride{divisionOp(n)}, ops...)
+					ops = append([]typesv1b1.ClusterOverride{divisionOp(c.typ.replicasPath(), n)}, ops...)
 				}
 				if len(ops) > 0 {
 					d, err = build(c.typ, fed, w.template, ops, w.retainReplicas)

@@ -15,9 +15,6 @@ import (
 	"github.com/cellfed/cellfed/pkg/placement/division"
 )
 
-// ReplicasPath is the member object's replicas, where a replica division
-// writes each cluster's share (the workload kinds' spec.replicas).
-const ReplicasPath = "/spec/replicas"
 
 // divisionSpec reads a stored object's v1beta2 replica division (from
 // the v1beta1 stash for objects stored in v1beta1), with the topology
@@ -61,13 +58,20 @@ func divisionSpec(stored *unstructured.Unstructured) (*typesv1b2.Spec, error) {
 // assigned) for failoverAfterSeconds fails too: clocks are each cluster's
 // unreadyTimer, as of now; divide returns their next values and how soon
 // the object must be looked at again for one of them (0: no clock runs).
-func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation, clocks clockInput) (divided map[string]int32, moving bool, next clockOutput, err error) {
+//
+// replicasPath is where the type keeps its replicas (the type's
+// FederatedTypeConfig spec.replicasPath, /spec/replicas by default).
+func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any, replicasPath string, cur typesv1b1.Status, intents []Intent, overrides []typesv1b1.Override, fresh map[string]observation, clocks clockInput) (divided map[string]int32, moving bool, next clockOutput, err error) {
 	if spec == nil {
 		return nil, false, clockOutput{}, nil
 	}
 	d := spec.ReplicaDivision
+	segs, err := division.ReplicasPathSegments(replicasPath)
+	if err != nil {
+		return nil, false, clockOutput{}, fmt.Errorf("the type's replicas path: %w", err)
+	}
 	replicas := int64(1) // the workloads' default
-	if v, ok, _ := unstructured.NestedFieldNoCopy(template, "spec", "replicas"); ok {
+	if v, ok, _ := unstructured.NestedFieldNoCopy(template, segs...); ok {
 		switch n := v.(type) {
 		case int64:
 			replicas = n
@@ -131,7 +135,7 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 				next.Wake = wake
 			}
 		}
-		c.Override = replicasOverride(overridesFor(overrides, cl))
+		c.Override = replicasOverride(replicasPath, overridesFor(overrides, cl))
 		in.Cells = append(in.Cells, c)
 	}
 	res, err := division.Divide(in)
@@ -272,10 +276,10 @@ func remoteCounts(raw *runtime.RawExtension) replicaCounts {
 
 // replicasOverride is the replicas an explicit override of the cluster
 // sets, if one does: it wins over the division.
-func replicasOverride(ops []typesv1b1.ClusterOverride) *int32 {
+func replicasOverride(path string, ops []typesv1b1.ClusterOverride) *int32 {
 	var out *int32
 	for _, op := range ops {
-		if op.Path != ReplicasPath || op.Op == "remove" || op.Value == nil {
+		if op.Path != path || op.Op == "remove" || op.Value == nil {
 			continue
 		}
 		var n int32
@@ -289,6 +293,6 @@ func replicasOverride(ops []typesv1b1.ClusterOverride) *int32 {
 // divisionOp is the override that writes a cluster's share. It goes
 // before the cluster's own overrides, so an explicit replicas override
 // still wins.
-func divisionOp(n int32) typesv1b1.ClusterOverride {
-	return typesv1b1.ClusterOverride{Op: "add", Path: ReplicasPath, Value: &runtime.RawExtension{Raw: fmt.Appendf(nil, "%d", n)}}
+func divisionOp(path string, n int32) typesv1b1.ClusterOverride {
+	return typesv1b1.ClusterOverride{Op: "add", Path: path, Value: &runtime.RawExtension{Raw: fmt.Appendf(nil, "%d", n)}}
 }

@@ -77,7 +77,7 @@ func TestDivide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, moving, _, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), tc.cur, tc.intents, tc.overrides, tc.fresh, clockInput{Now: time.Now()})
+			got, moving, _, err := divide("shop/web", tc.spec, "shop", tmpl(tc.replicas), "/spec/replicas", tc.cur, tc.intents, tc.overrides, tc.fresh, clockInput{Now: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestDivideFailsOverUnreadyReplicas(t *testing.T) {
 	tmpl := map[string]any{"spec": map[string]any{"replicas": int64(9)}}
 	t0 := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
 
-	got, _, clocks, err := divide("shop/web", spec, "shop", tmpl, st, intents, nil, nil, clockInput{Now: t0})
+	got, _, clocks, err := divide("shop/web", spec, "shop", tmpl, "/spec/replicas", st, intents, nil, nil, clockInput{Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestDivideFailsOverUnreadyReplicas(t *testing.T) {
 	if clocks.Wake != time.Minute || clocks.Timers["shop.c"].since != t0 || len(clocks.Timers) != 1 {
 		t.Fatalf("clocks after the first look: %+v", clocks)
 	}
-	got, _, clocks, err = divide("shop/web", spec, "shop", tmpl, st, intents, nil, nil, clockInput{Now: t0.Add(time.Minute), Timers: clocks.Timers})
+	got, _, clocks, err = divide("shop/web", spec, "shop", tmpl, "/spec/replicas", st, intents, nil, nil, clockInput{Now: t0.Add(time.Minute), Timers: clocks.Timers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +164,39 @@ func TestDivideFailsOverUnreadyReplicas(t *testing.T) {
 	}
 	if clocks.Timers["shop.c"].failedAt != t0.Add(time.Minute) {
 		t.Fatalf("clocks after failover: %+v", clocks)
+	}
+}
+
+// TestDivideReplicasPath: a type whose replicas live elsewhere
+// (FederatedTypeConfig spec.replicasPath) is divided from that field, and
+// an override of that path is the explicit per-cell count.
+func TestDivideReplicasPath(t *testing.T) {
+	spec := &typesv1b2.Spec{ReplicaDivision: &typesv1b2.ReplicaDivision{Mode: typesv1b2.DivisionDivide}}
+	var intents []Intent
+	for _, cl := range []string{"shop.a", "shop.b"} {
+		intents = append(intents, Intent{Verb: Ensure, Member: cl, Clusters: []string{cl}, Writer: cl, Report: true})
+	}
+	tmpl := map[string]any{"spec": map[string]any{"replicas": int64(2), "workers": map[string]any{"count": int64(8)}}}
+	got, _, _, err := divide("shop/web", spec, "shop", tmpl, "/spec/workers/count", typesv1b1.Status{}, intents, nil, nil, clockInput{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int32{"shop.a": 4, "shop.b": 4}; !reflect.DeepEqual(got, want) {
+		t.Errorf("8 workers on 2 cells: %v, want %v", got, want)
+	}
+	over := []typesv1b1.Override{{ClusterName: "shop.a", ClusterOverrides: []typesv1b1.ClusterOverride{{Path: "/spec/workers/count", Value: &runtime.RawExtension{Raw: []byte("6")}}}}}
+	got, _, _, err = divide("shop/web", spec, "shop", tmpl, "/spec/workers/count", typesv1b1.Status{}, intents, over, nil, clockInput{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int32{"shop.a": 6, "shop.b": 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with an override of the path on shop.a: %v, want %v", got, want)
+	}
+	if op := divisionOp("/spec/workers/count", 3); op.Path != "/spec/workers/count" || string(op.Value.Raw) != "3" {
+		t.Errorf("divisionOp = %+v", op)
+	}
+	if _, _, _, err := divide("shop/web", spec, "shop", tmpl, "spec.workers", typesv1b1.Status{}, intents, nil, nil, clockInput{}); err == nil {
+		t.Error("a path that is not a JSON pointer was accepted")
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	fedtypes "github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/placement/division"
 )
 
 // KubeFed's names, kept so either controller can take over from the other.
@@ -54,6 +55,17 @@ type Type struct {
 	// says the field is set (an empty list propagates no annotation).
 	PropagatingAnnotations string
 	AnnotationRules        bool
+	// ReplicasPath is where the target type keeps its replicas (the
+	// FederatedTypeConfig's spec.replicasPath); "" is /spec/replicas.
+	ReplicasPath string
+}
+
+// replicasPath is the type's replicas path, defaulted.
+func (t *Type) replicasPath() string {
+	if t.ReplicasPath == "" {
+		return division.DefaultReplicasPath
+	}
+	return t.ReplicasPath
 }
 
 // annotationPatterns are the type's annotation propagation rules; ok is
@@ -91,7 +103,17 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), annotationrules.Field, err)
 	}
+	replicasPath, _, err := unstructured.NestedString(u.Object, "spec", division.ReplicasPathField)
+	if err != nil {
+		return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), division.ReplicasPathField, err)
+	}
+	if replicasPath != "" {
+		if err := division.ValidateReplicasPath(replicasPath); err != nil {
+			return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), division.ReplicasPathField, err)
+		}
+	}
 	return &Type{
+		ReplicasPath:           replicasPath,
 		PropagatingAnnotations: strings.Join(patterns, ","),
 		AnnotationRules:        rules,
 		Name:                   u.GetName(),

@@ -15,7 +15,6 @@ import (
 	"github.com/cellfed/cellfed/pkg/placement/division"
 )
 
-
 // divisionSpec reads a stored object's v1beta2 replica division (from
 // the v1beta1 stash for objects stored in v1beta1), with the topology
 // type and namespace that turn its names into cluster names. nil when

@@ -24,12 +24,28 @@ chown mysql:mysql /run/mysqld 2>/dev/null || true
 if [ ! -d /var/lib/mysql/mysql ]; then
   mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null
 fi
-start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+# The shared server is the mariadbd of this pid file: tests also run
+# private mariadbd processes (other ports and data directories), which must
+# neither count as this one running nor be stopped here.
+pidfile=/run/mysqld/mysqld.pid
+start() {
+  start-stop-daemon --start --oknodo --background --pidfile "$pidfile" \
+    --exec /usr/sbin/mariadbd -- --user=mysql --pid-file="$pidfile"
+}
+start
 
-for _ in $(seq 1 300); do
+for i in $(seq 1 300); do
   if addr_ok; then echo "mariadb: running on 127.0.0.1:3306"; exit 0; fi
   # A fresh install may only allow root over the unix socket.
   mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" >/dev/null 2>&1 || true
+  # A server that crashed can linger without answering (MariaDB 10.11
+  # writing its crash report): after 20 s, kill it and start a new one,
+  # which recovers the data on start.
+  if [ "$i" -eq 100 ]; then
+    echo "mariadb: the server of $pidfile does not answer after 20 s; killing it and starting again"
+    start-stop-daemon --stop --oknodo --pidfile "$pidfile" --exec /usr/sbin/mariadbd --retry KILL/10 || true
+    start
+  fi
   sleep 0.2
 done
 echo "mariadb: did not come up on 127.0.0.1:3306" >&2

@@ -59,7 +59,10 @@ func benchPlane(b *testing.B, endpoint string) {
 	// an informer's first list takes. The first one after the writes also
 	// waits for the watch cache to catch up with storage; it is reported
 	// on its own.
-	var list []time.Duration
+	// Each consistent list is paired with a list from the cache as it is
+	// (resourceVersion "0"), the cheapest a list can be: issue 25's
+	// target is the consistent list's p50 within 20 % of it.
+	var list, list0 []time.Duration
 	var firstList time.Duration
 	for i := range 31 {
 		t0 := time.Now()
@@ -75,6 +78,15 @@ func benchPlane(b *testing.B, endpoint string) {
 			continue
 		}
 		list = append(list, time.Since(t0))
+		t0 = time.Now()
+		l, err = c.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			b.Fatalf("list at rv=0: %v", err)
+		}
+		if len(l.Items) < objects {
+			b.Fatalf("list at rv=0 returned %d items, want ≥ %d", len(l.Items), objects)
+		}
+		list0 = append(list0, time.Since(t0))
 	}
 	rssLoaded := procStatusMiB(b, plane.Pid(), "VmRSS:")
 
@@ -85,8 +97,9 @@ func benchPlane(b *testing.B, endpoint string) {
 	for _, m := range []struct {
 		name string
 		d    []time.Duration
-	}{{"create", create}, {"get", get}, {"list1000", list}} {
+	}{{"create", create}, {"get", get}, {"list1000", list}, {"list1000-rv0", list0}} {
 		b.ReportMetric(ms(percentile(m.d, 50)), m.name+"-p50-ms")
 		b.ReportMetric(ms(percentile(m.d, 99)), m.name+"-p99-ms")
 	}
+	b.ReportMetric(float64(percentile(list, 50))/float64(percentile(list0, 50)), "list1000-consistent/rv0-p50")
 }

@@ -290,7 +290,7 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	cellCtrl := cells.New(plane, caches, o.FederationNamespace, o.CellWorkers)
 	runs := []func(context.Context) error{reg.Run, cellCtrl.Run, types.Run}
 	if o.ReplicaScheduling.Enabled {
-		runs = append(runs, replicascheduling.New(plane, caches, recorder, o.ReplicaScheduling).Run)
+		runs = append(runs, replicascheduling.New(plane, caches, reg, recorder, o.ReplicaScheduling).Run)
 	}
 	reg.Subscribe(types.ClusterChanged)
 	caches.Start(ctx.Done())

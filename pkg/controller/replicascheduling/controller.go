@@ -26,10 +26,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 	fedschedulingv1a1 "sigs.k8s.io/kubefed/pkg/apis/scheduling/v1alpha1"
 
 	"github.com/cellfed/cellfed/pkg/apis/types"
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/placement/rsp"
 	"github.com/cellfed/cellfed/pkg/tenancy"
@@ -55,22 +55,28 @@ type Controller struct {
 	opts       Options
 	queue      workqueue.TypedRateLimitingInterface[string]
 	rsps       cache.SharedIndexInformer
-	kfcs       cache.SharedIndexInformer
+	clusters   *clusters.Registry
 	namespaces cache.SharedIndexInformer
 }
 
-// New builds the scheduler on the process's shared caches.
-func New(plane dynamic.Interface, caches *informers.Factory, recorder record.EventRecorder, opts Options) *Controller {
-	return &Controller{
+// New builds the scheduler on the process's shared caches and cluster
+// registry (whose readiness and labels decide the candidates). Call it
+// before the registry runs.
+func New(plane dynamic.Interface, caches *informers.Factory, reg *clusters.Registry, recorder record.EventRecorder, opts Options) *Controller {
+	c := &Controller{
 		plane:    plane,
 		recorder: recorder,
 		opts:     opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaschedulingpreferences"}),
 		rsps:       caches.ReplicaSchedulingPreferences(),
-		kfcs:       caches.KubeFedClusters(),
+		clusters:   reg,
 		namespaces: caches.Namespaces(),
 	}
+	// A cluster that comes or goes, turns ready or not, or is
+	// relabelled changes the candidates of every RSP.
+	reg.Subscribe(c.enqueueAll)
+	return c
 }
 
 // targetResource is the v1beta1 resource of an RSP's target kind.
@@ -98,20 +104,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	// A cluster that turns ready or not, or is relabelled, changes the
-	// candidates of every RSP.
-	if _, err := c.kfcs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.enqueueAll() },
-		UpdateFunc: func(old, cur any) {
-			if schedulingChanged(old, cur) {
-				c.enqueueAll()
-			}
-		},
-		DeleteFunc: func(any) { c.enqueueAll() },
-	}); err != nil {
-		return err
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.rsps.HasSynced, c.kfcs.HasSynced, c.namespaces.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.rsps.HasSynced, c.clusters.HasSynced, c.namespaces.HasSynced) {
 		return fmt.Errorf("replica scheduling: waiting for caches: %w", ctx.Err())
 	}
 	go wait.UntilWithContext(ctx, func(context.Context) { c.enqueueAll() }, c.opts.Resync)
@@ -207,7 +200,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		Tenant:    c.tenantOf(pref.Namespace),
 		Key:       key,
 		Spec:      pref.Spec,
-		Clusters:  c.clusters(),
+		Clusters:  c.candidates(),
 		Selector:  sel,
 		Named:     named,
 		Current:   rsp.Current(target),
@@ -254,51 +247,10 @@ func (c *Controller) tenantOf(namespace string) string {
 	return tenancy.TenantOf(m.GetLabels())
 }
 
-func (c *Controller) clusters() []rsp.Cluster {
+func (c *Controller) candidates() []rsp.Cluster {
 	var out []rsp.Cluster
-	for _, obj := range c.kfcs.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		out = append(out, rsp.Cluster{Name: u.GetName(), Labels: u.GetLabels(), Ready: clusterReady(u)})
+	for _, cl := range c.clusters.List() {
+		out = append(out, rsp.Cluster{Name: cl.Name, Labels: cl.Labels, Ready: cl.Member != nil && cl.Member.Ready()})
 	}
 	return out
-}
-
-// clusterReady reads a KubeFedCluster's Ready condition.
-func clusterReady(u *unstructured.Unstructured) bool {
-	var kfc fedv1b1.KubeFedCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &kfc); err != nil {
-		return false
-	}
-	for _, cond := range kfc.Status.Conditions {
-		if cond.Type == "Ready" {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// schedulingChanged reports whether a KubeFedCluster update changes what
-// the scheduler reads of it: readiness or labels.
-func schedulingChanged(old, cur any) bool {
-	o, ok1 := old.(*unstructured.Unstructured)
-	n, ok2 := cur.(*unstructured.Unstructured)
-	if !ok1 || !ok2 {
-		return true
-	}
-	if clusterReady(o) != clusterReady(n) {
-		return true
-	}
-	ol, nl := o.GetLabels(), n.GetLabels()
-	if len(ol) != len(nl) {
-		return true
-	}
-	for k, v := range ol {
-		if nl[k] != v {
-			return true
-		}
-	}
-	return false
 }

@@ -2,12 +2,12 @@ package rsp
 
 import (
 	"fmt"
-	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Placement reads what Input needs from a v1beta1 federated object: its
@@ -72,7 +72,7 @@ func Apply(obj *unstructured.Unstructured, schedule map[string]int64) (bool, err
 	if err != nil {
 		return false, err
 	}
-	if !sameSet(placed, names) {
+	if !sets.New(placed...).Equal(sets.New(names...)) {
 		clusters := make([]any, 0, len(names))
 		for _, n := range names {
 			clusters = append(clusters, map[string]any{"name": n})
@@ -148,22 +148,6 @@ func Apply(obj *unstructured.Unstructured, schedule map[string]int64) (bool, err
 		return false, fmt.Errorf("setting spec.overrides: %w", err)
 	}
 	return true, nil
-}
-
-func sameSet(a, b []string) bool {
-	x := append([]string(nil), a...)
-	y := append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func asInt64(v any) (int64, bool) {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,8 +28,7 @@ type Controller struct {
 	*Process
 	HealthURL string
 
-	mu      sync.Mutex
-	stopped bool
+	stopped atomic.Bool
 }
 
 // StartController starts bin/cellfed-controller against the plane with
@@ -80,7 +79,7 @@ func startController(t testing.TB, plane *Server, wait bool, args ...string) (*C
 		c.supervise(ctx)
 	}()
 	t.Cleanup(func() {
-		c.markStopped()
+		c.stopped.Store(true)
 		cancel()
 		<-supervised
 	})
@@ -104,7 +103,7 @@ func (c *Controller) supervise(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if c.isStopped() || !strings.Contains(c.Tail(5), lostLease) {
+		if c.stopped.Load() || !strings.Contains(c.Tail(5), lostLease) {
 			return
 		}
 		c.note("framework: cellfed-controller exited on a lost Lease; starting it again, as its Deployment would")
@@ -126,33 +125,21 @@ func (c *Controller) note(line string) {
 	_, _ = fmt.Fprintln(f, line)
 }
 
-func (c *Controller) markStopped() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stopped = true
-}
-
-func (c *Controller) isStopped() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopped
-}
-
 // Stop stops the controller for good (SIGTERM, then SIGKILL after grace).
 func (c *Controller) Stop(grace time.Duration) {
-	c.markStopped()
+	c.stopped.Store(true)
 	c.Process.Stop(grace)
 }
 
 // Signal sends sig; the controller is not restarted after it.
 func (c *Controller) Signal(sig syscall.Signal) {
-	c.markStopped()
+	c.stopped.Store(true)
 	c.Process.Signal(sig)
 }
 
 // Kill kills the controller for good.
 func (c *Controller) Kill() {
-	c.markStopped()
+	c.stopped.Store(true)
 	c.Process.Kill()
 }
 

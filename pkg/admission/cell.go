@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,6 +38,11 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 	if ns != nil && !tenancy.IsWorkspace(ns.Labels) {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), tenancy.NotWorkspaceReason(r.Namespace)))
 	}
+	moveErrs, err := a.validateCellMove(r, &cell, ns)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, moveErrs...)
 	path := field.NewPath("spec", "cluster")
 	switch {
 	case cell.Spec.Cluster == "":
@@ -162,4 +168,69 @@ func (a *Admitter) validateNamespaceTenancy(r Request) (field.ErrorList, error) 
 // label.
 func tenancyChanged(old, cur *unstructured.Unstructured) bool {
 	return tenancy.Changed(old.GetLabels(), cur.GetLabels())
+}
+
+// validateCellMove: spec.move names an existing physical cluster the
+// namespace may use, other than the cell's; a move under way keeps its
+// target (undo it first), and the cell's cluster changes during a move
+// only as the move's end does (to the move's target, clearing it).
+func (a *Admitter) validateCellMove(r Request, cell *cellv1alpha1.Cell, ns *corev1.Namespace) (field.ErrorList, error) {
+	var errs field.ErrorList
+	path := field.NewPath("spec", "move")
+	var old *cellv1alpha1.Cell
+	if r.Operation == Update && r.OldObject != nil {
+		old = &cellv1alpha1.Cell{}
+		if err := decodeContent(r.OldObject.Object, old); err != nil {
+			old = nil // a malformed stored cell has no move to keep
+		}
+	}
+	if old != nil && old.Spec.Move != nil {
+		switch mv := cell.Spec.Move; {
+		case mv == nil:
+			if cell.Spec.Cluster != old.Spec.Cluster && cell.Spec.Cluster != old.Spec.Move.To {
+				errs = append(errs, field.Forbidden(field.NewPath("spec", "cluster"), fmt.Sprintf("cell %s is moving to cluster %s; it can only end there or stay on %s", cell.Name, old.Spec.Move.To, old.Spec.Cluster)))
+			}
+			return errs, nil
+		case mv.To != old.Spec.Move.To:
+			errs = append(errs, field.Forbidden(path.Child("to"), fmt.Sprintf("cell %s is moving to cluster %s; undo that move first (cellfedctl cell move %s -n %s --undo), then move it to %s", cell.Name, old.Spec.Move.To, cell.Name, cell.Namespace, mv.To)))
+		case cell.Spec.Cluster != old.Spec.Cluster:
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "cluster"), fmt.Sprintf("cell %s is moving to cluster %s; its cluster changes when the move ends", cell.Name, old.Spec.Move.To)))
+		case old.Spec.Move.Undo && !mv.Undo:
+			errs = append(errs, field.Forbidden(path.Child("undo"), "a move being undone cannot be resumed; once the undo ends, start a new move"))
+		}
+		return errs, nil
+	}
+	mv := cell.Spec.Move
+	if mv == nil {
+		return nil, nil
+	}
+	to := path.Child("to")
+	switch {
+	case mv.To == "":
+		errs = append(errs, field.Required(to, "name the physical KubeFedCluster the cell moves to"))
+	case !cellv1alpha1.IsDNSLabel(mv.To):
+		errs = append(errs, field.Invalid(to, mv.To, "must name a physical cluster (a DNS label); names with a dot are per-cell clusters"))
+	case mv.To == cell.Spec.Cluster:
+		errs = append(errs, field.Invalid(to, mv.To, fmt.Sprintf("cell %s is on cluster %s already", cell.Name, mv.To)))
+	case mv.Undo:
+		errs = append(errs, field.Forbidden(path.Child("undo"), "there is no move to undo"))
+	case old != nil && old.Spec.Cluster != cell.Spec.Cluster:
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "cluster"), "change the cluster or start a move, not both: a move changes the cluster when it ends"))
+	default:
+		clusterLabels, exists, err := a.Lookup.ClusterLabels(mv.To)
+		if err != nil {
+			return nil, fmt.Errorf("reading KubeFedCluster %s: %w", mv.To, err)
+		}
+		if !exists {
+			errs = append(errs, field.Invalid(to, mv.To, fmt.Sprintf("KubeFedCluster %q does not exist in namespace %s; register the cluster first (kubectl -n %s get kubefedclusters lists the registered ones)", mv.To, a.FederationNamespace, a.FederationNamespace)))
+			break
+		}
+		if ns != nil && !tenancy.MayUse(tenancy.TenantOf(ns.Labels), clusterLabels) {
+			errs = append(errs, field.Forbidden(to, tenancy.DedicatedReason(mv.To, tenancy.TenantOf(clusterLabels), cell.Namespace, tenancy.TenantOf(ns.Labels))))
+		}
+	}
+	if mv.Batch < 0 {
+		errs = append(errs, field.Invalid(path.Child("batch"), mv.Batch, "must be at least 1 (0 or unset: 10)"))
+	}
+	return errs, nil
 }

@@ -30,6 +30,21 @@ func (a *Admitter) validateCluster(r Request) field.ErrorList {
 	}
 
 	labels := field.NewPath("metadata", "labels")
+	if ns, cell, ok := cellv1alpha1.ParseMoveClusterName(c.Name); ok {
+		want := map[string]string{cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: ns, cellv1alpha1.LabelCell: cell}
+		for k, v := range want {
+			if c.Labels[k] != v {
+				errs = append(errs, field.Invalid(labels.Key(k), c.Labels[k], fmt.Sprintf("%q is the move cluster of cell %s/%s and must be labelled %s=%s", c.Name, ns, cell, k, v)))
+			}
+		}
+		if v := c.Labels[cellv1alpha1.LabelMove]; v != cellv1alpha1.MoveCopy && v != cellv1alpha1.MoveUndo {
+			errs = append(errs, field.NotSupported(labels.Key(cellv1alpha1.LabelMove), v, []string{cellv1alpha1.MoveCopy, cellv1alpha1.MoveUndo}))
+		}
+		return errs
+	}
+	if _, set := c.Labels[cellv1alpha1.LabelMove]; set {
+		errs = append(errs, field.Forbidden(labels.Key(cellv1alpha1.LabelMove), "reserved for the move clusters of moving cells (<namespace>.<cell>.move); move a cell with cellfedctl cell move"))
+	}
 	if ns, cell, ok := cellv1alpha1.ParseCellClusterName(c.Name); ok {
 		want := map[string]string{cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: ns, cellv1alpha1.LabelCell: cell}
 		for k, v := range want {

@@ -29,7 +29,7 @@ import (
 func newCellCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cell",
-		Short: "Create, list and delete Cells (deployment units on physical clusters)",
+		Short: "Create, list, move and delete Cells (deployment units on physical clusters)",
 		Long: `A Cell is a deployment unit: a named slice of one physical member cluster
 (a KubeFedCluster in the federation namespace), living in a tenant
 workspace namespace (labelled cellfed.io/tenant and cellfed.io/workspace).
@@ -40,12 +40,14 @@ selectors match.`,
 			"cell list -n shop",
 			"cell list -A",
 			"cell delete rz00a rz00b -n shop",
+			"cell move rz00a -n shop --to=member3",
+			"cell status rz00a -n shop",
 		),
 		SuggestionsMinimumDistance: 2,
 		Args:                       unknownCommand,
 		RunE:                       helpOrUnknown,
 	}
-	cmd.AddCommand(newCellCreateCommand(o), newCellListCommand(o), newCellDeleteCommand(o))
+	cmd.AddCommand(newCellCreateCommand(o), newCellListCommand(o), newCellDeleteCommand(o), newCellMoveCommand(o), newCellStatusCommand(o))
 	return cmd
 }
 

@@ -287,7 +287,7 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 	caches := informers.New(plane, kube, o.FederationNamespace)
 	reg := clusters.NewRegistry(plane, kube, caches, o.Clusters)
 	types := federatedtypeconfig.New(ctx, plane, caches, reg, recorder, o.Propagation, o.Rollout)
-	cellCtrl := cells.New(plane, caches, o.FederationNamespace, o.CellWorkers)
+	cellCtrl := cells.New(plane, caches, recorder, types.Primed, o.FederationNamespace, o.CellWorkers)
 	runs := []func(context.Context) error{reg.Run, cellCtrl.Run, types.Run}
 	if o.ReplicaScheduling.Enabled {
 		runs = append(runs, replicascheduling.New(plane, caches, reg, recorder, o.ReplicaScheduling).Run)

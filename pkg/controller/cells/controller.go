@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -56,7 +57,26 @@ type Controller struct {
 	// status: a cell's count of objects is the union of both.
 	versions cache.SharedIndexInformer
 	records  *informers.Records
+
+	recorder record.EventRecorder
+	// primed reports that records lists every object a cluster holds
+	// (every propagation controller runs): a move ends only then.
+	primed func() bool
+	// admittedAt is when each moving cell's move admitted each object
+	// not copied yet: one that stays uncopied (held back by a mask, or
+	// refused by the new cluster) stops counting against the batch after
+	// stuckAfter, so it cannot stall the rest.
+	mu         sync.Mutex
+	admittedAt map[string]map[string]time.Time
 }
+
+// stuckAfter is how long an admitted object may take to be copied before
+// the move starts others in its place.
+const stuckAfter = 30 * time.Second
+
+// moveStep is how soon a moving cell is looked at again after its
+// objects' records change.
+const moveStep = 200 * time.Millisecond
 
 // recordClusters are the cluster names a PropagatedVersion lists.
 func recordClusters(obj any) []string {
@@ -84,12 +104,19 @@ func recordClusters(obj any) []string {
 const byCluster = "byCluster"
 
 // New builds the cell controller, reading the process's shared caches;
-// fedNamespace holds the KubeFedClusters.
-func New(plane dynamic.Interface, caches *informers.Factory, fedNamespace string, workers int) *Controller {
+// fedNamespace holds the KubeFedClusters. primed reports that the
+// process's record index is complete (nil: always).
+func New(plane dynamic.Interface, caches *informers.Factory, recorder record.EventRecorder, primed func() bool, fedNamespace string, workers int) *Controller {
+	if primed == nil {
+		primed = func() bool { return true }
+	}
 	c := &Controller{
-		plane:     plane,
-		namespace: fedNamespace,
-		workers:   workers,
+		plane:      plane,
+		namespace:  fedNamespace,
+		workers:    workers,
+		recorder:   recorder,
+		primed:     primed,
+		admittedAt: map[string]map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cells"}),
 	}
@@ -206,6 +233,10 @@ func (c *Controller) enqueueForCluster(obj any) {
 		c.queue.Add(ns + "/" + cell)
 		return
 	}
+	if ns, cell, ok := corev1a1.ParseMoveClusterName(m.GetName()); ok {
+		c.queue.Add(ns + "/" + cell)
+		return
+	}
 	cells, _ := c.cells.GetIndexer().ByIndex(informers.CellsByCluster, m.GetName())
 	for _, cell := range cells {
 		c.enqueueCell(cell)
@@ -221,6 +252,11 @@ func (c *Controller) enqueueForRecord(obj any) { c.enqueueForClusters(recordClus
 // objectCountDelay.
 func (c *Controller) enqueueForClusters(names []string) {
 	for _, cluster := range names {
+		if ns, cell, ok := corev1a1.ParseMoveClusterName(cluster); ok {
+			// A move goes on as soon as its objects do.
+			c.queue.AddAfter(ns+"/"+cell, moveStep)
+			continue
+		}
 		if ns, cell, ok := corev1a1.ParseCellClusterName(cluster); ok {
 			c.queue.AddAfter(ns+"/"+cell, objectCountDelay)
 		}
@@ -268,6 +304,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	if !exists {
+		c.records.Admit(clusterName, nil)
+		c.forgetAdmissions(clusterName)
+		if err := c.deleteCellCluster(ctx, corev1a1.MoveClusterName(ns, name)); err != nil {
+			return err
+		}
 		return c.deleteCellCluster(ctx, clusterName)
 	}
 	var cell corev1a1.Cell
@@ -279,13 +320,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		if err := c.deleteCellCluster(ctx, clusterName); err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, &cell, "", nil)
+		return c.writeStatus(ctx, &cell, "", nil, cell.Status.Move)
 	}
 	want := c.desired(&cell, physical)
 	if err := c.apply(ctx, want); err != nil {
 		return err
 	}
-	return c.writeStatus(ctx, &cell, clusterName, physical)
+	moved, err := c.move(ctx, &cell, obj.(*unstructured.Unstructured))
+	if err != nil {
+		return err
+	}
+	return c.writeStatus(ctx, &cell, clusterName, physical, moved)
 }
 
 func (c *Controller) cluster(name string) *fedv1b1.KubeFedCluster {
@@ -379,8 +424,8 @@ func (c *Controller) deleteCellCluster(ctx context.Context, name string) error {
 
 // writeStatus reports the per-cell cluster and the physical cluster's
 // readiness on the Cell, when they changed.
-func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clusterName string, physical *fedv1b1.KubeFedCluster) error {
-	st := corev1a1.CellStatus{KubeFedCluster: clusterName, Conditions: slices.Clone(cell.Status.Conditions)}
+func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clusterName string, physical *fedv1b1.KubeFedCluster, move *corev1a1.CellMoveStatus) error {
+	st := corev1a1.CellStatus{KubeFedCluster: clusterName, Conditions: slices.Clone(cell.Status.Conditions), Move: move}
 	found := metav1.Condition{Type: corev1a1.CellClusterFound, Status: metav1.ConditionTrue, Reason: "ClusterFound",
 		Message: fmt.Sprintf("KubeFedCluster %s/%s exists", c.namespace, cell.Spec.Cluster), ObservedGeneration: cell.Generation}
 	ready := metav1.Condition{Type: corev1a1.CellReady, Status: metav1.ConditionUnknown, Reason: "ClusterNotProbed",
@@ -411,7 +456,8 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 		if err != nil {
 			return err
 		}
-		keys := c.records.Keys(clusterName).Insert(stored...)
+		// A moving cell's objects on its move cluster count too.
+		keys := c.records.Keys(clusterName).Insert(stored...).Union(c.records.Keys(corev1a1.MoveClusterName(cell.Namespace, cell.Name)))
 		st.Objects = ptr.To(int32(keys.Len()))
 	}
 	if equalStatus(cell.Status, st) {
@@ -431,7 +477,7 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 }
 
 func equalStatus(a, b corev1a1.CellStatus) bool {
-	if a.KubeFedCluster != b.KubeFedCluster || len(a.Conditions) != len(b.Conditions) || !ptr.Equal(a.Objects, b.Objects) {
+	if a.KubeFedCluster != b.KubeFedCluster || len(a.Conditions) != len(b.Conditions) || !ptr.Equal(a.Objects, b.Objects) || !reflect.DeepEqual(a.Move, b.Move) {
 		return false
 	}
 	for i := range a.Conditions {

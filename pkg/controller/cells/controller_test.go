@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
@@ -85,6 +86,34 @@ func TestStatusOnly(t *testing.T) {
 			}
 			if got := clusters.StatusOnly(tc.old, cur); got != tc.want {
 				t.Errorf("statusOnly = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMoveWindow(t *testing.T) {
+	keys := func(k ...string) sets.Set[string] { return sets.New(k...) }
+	tests := []struct {
+		name           string
+		onCell, onMove sets.Set[string]
+		batch          int
+		paused         bool
+		stale          sets.Set[string]
+		want           sets.Set[string]
+	}{
+		{name: "the first batch in key order", onCell: keys("d", "a", "c", "b"), onMove: keys(), batch: 2, want: keys("a", "b")},
+		{name: "objects in flight count against the batch", onCell: keys("a", "b", "c", "d"), onMove: keys("c"), batch: 2, want: keys("a", "c")},
+		{name: "moved objects leave room", onCell: keys("c", "d"), onMove: keys("a", "b", "c"), batch: 2, want: keys("c", "d")},
+		{name: "more in flight than the batch (a smaller batch, a restart): none added", onCell: keys("a", "b", "c"), onMove: keys("a", "b"), batch: 1, want: keys("a", "b")},
+		{name: "paused: only those in flight", onCell: keys("a", "b", "c"), onMove: keys("b"), batch: 5, paused: true, want: keys("b")},
+		{name: "a stuck object stays admitted but leaves its place", onCell: keys("a", "b", "c"), onMove: keys(), batch: 1, stale: keys("a"), want: keys("a", "b")},
+		{name: "nothing left", onCell: keys(), onMove: keys("a"), batch: 3, want: keys()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := window(moveCounts{onCell: tc.onCell, onMove: tc.onMove}, tc.batch, tc.paused, tc.stale)
+			if !got.Equal(tc.want) {
+				t.Errorf("window = %v, want %v", sets.List(got), sets.List(tc.want))
 			}
 		})
 	}

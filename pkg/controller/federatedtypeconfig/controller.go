@@ -99,6 +99,29 @@ func (s *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
+// Primed reports whether a propagation controller runs, with its records
+// indexed, for every enabled FederatedTypeConfig: only then does the
+// process's record index (informers.Records) list every object a cluster
+// holds.
+func (s *Controller) Primed() bool {
+	if !s.informer.HasSynced() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, obj := range s.informer.GetStore().List() {
+		t, ok, err := propagation.TypeFor(obj.(*unstructured.Unstructured))
+		if err != nil || !ok {
+			continue
+		}
+		r := s.running[t.Name]
+		if r == nil || !r.ctrl.Primed() {
+			return false
+		}
+	}
+	return true
+}
+
 // sync starts controllers for new enabled types and stops the others. A
 // controller that stops on an error is marked stopped and started again
 // after a back-off.

@@ -21,6 +21,13 @@ type Records struct {
 	byKey     map[string]entry
 	byCluster map[string]sets.Set[string]
 	listeners []func(clusters []string)
+
+	// admitted are, by moving cell's cluster, the record keys its move
+	// takes now (the cell controller decides, the propagation
+	// controllers read); admitListeners are told the keys that changed.
+	admitted       map[string]sets.Set[string]
+	admitListeners map[int]func(keys []string)
+	nextListener   int
 }
 
 type entry struct {
@@ -30,7 +37,8 @@ type entry struct {
 
 // NewRecords returns an empty index.
 func NewRecords() *Records {
-	return &Records{byKey: map[string]entry{}, byCluster: map[string]sets.Set[string]{}}
+	return &Records{byKey: map[string]entry{}, byCluster: map[string]sets.Set[string]{},
+		admitted: map[string]sets.Set[string]{}, admitListeners: map[int]func([]string){}}
 }
 
 // OnChange registers fn, told the clusters a record listed before or
@@ -123,4 +131,70 @@ func (r *Records) Keys(cluster string) sets.Set[string] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.byCluster[cluster].Clone()
+}
+
+// Admit sets the record keys the move of cell (a per-cell cluster) takes
+// now; none ends its admissions. Listeners are told the keys admitted or
+// no longer admitted.
+func (r *Records) Admit(cell string, keys sets.Set[string]) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	old := r.admitted[cell]
+	if keys.Len() == 0 {
+		delete(r.admitted, cell)
+	} else {
+		r.admitted[cell] = keys.Clone()
+	}
+	changed := sets.List(old.Difference(keys).Union(keys.Difference(old)))
+	fns := make([]func([]string), 0, len(r.admitListeners))
+	for _, fn := range r.admitListeners {
+		fns = append(fns, fn)
+	}
+	r.mu.Unlock()
+	if len(changed) == 0 {
+		return
+	}
+	for _, fn := range fns {
+		fn(changed)
+	}
+}
+
+// MoveAdmitted reports whether the move of cell takes the record key now.
+func (r *Records) MoveAdmitted(cell, key string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.admitted[cell].Has(key)
+}
+
+// AdmittedKeys are the record keys the move of cell takes now.
+func (r *Records) AdmittedKeys(cell string) sets.Set[string] {
+	if r == nil {
+		return sets.New[string]()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.admitted[cell].Clone()
+}
+
+// OnAdmit registers fn, told the record keys whose admission changed;
+// the returned func unregisters it.
+func (r *Records) OnAdmit(fn func(keys []string)) (unregister func()) {
+	if r == nil {
+		return func() {}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := r.nextListener
+	r.nextListener++
+	r.admitListeners[id] = fn
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.admitListeners, id)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/placement"
@@ -91,6 +93,8 @@ type Controller struct {
 	records  *versionStore
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
+	// primed: running, with every record indexed (Primed).
+	primed atomic.Bool
 	// statusWrites spaces each object's status writes.
 	statusWrites *writeLimiter
 	// settle holds a status write back while members' caches catch up
@@ -195,9 +199,29 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	go c.informer.Run(ctx.Done())
+	// A moving cell's admissions requeue the objects they name.
+	defer c.env.Records.OnAdmit(func(keys []string) {
+		for _, k := range keys {
+			if key, ok := c.records.queueKey(k); ok {
+				c.queue.Add(key)
+			}
+		}
+	})()
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return fmt.Errorf("%s: waiting for the plane's cache: %w", c.typ.Name, ctx.Err())
 	}
+	// Index every object's record now, not at its first reconcile: a
+	// cell's move ends when no record lists the cell, which only means
+	// something once all are indexed.
+	for _, obj := range c.informer.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+				c.records.get(key, u)
+			}
+		}
+	}
+	c.primed.Store(true)
+	defer c.primed.Store(false)
 	logger.Info("Propagating", "federatedType", c.typ.Stored.String(), "target", c.typ.Target.String(), "workers", c.opts.Workers)
 	var wg sync.WaitGroup
 	for range max(1, c.opts.Workers) {
@@ -218,6 +242,10 @@ func (c *Controller) Run(ctx context.Context) error {
 // Type.Stored: others of the type (its rollout controller) read it
 // rather than watch the type again. It runs with the controller.
 func (c *Controller) Informer() cache.SharedIndexInformer { return c.informer }
+
+// Primed reports whether the controller runs with every record of its
+// type indexed (Env.Records).
+func (c *Controller) Primed() bool { return c.primed.Load() }
 
 // HasSynced reports whether the controller's cache of federated objects
 // is loaded.
@@ -363,12 +391,15 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		w.spec.Placement = placed.spec.Placement
 	}
 	rec := c.records.get(key, stored)
-	in, members, err := c.input(fed, w.spec.Placement, deleting, rec)
+	in, members, err := c.input(key, fed, w.spec.Placement, deleting, rec)
 	in.Mask = w.mask
 	if err != nil {
 		return true, err
 	}
 	decision, err := Plan(in)
+	if in.MoveAdmitted.Len() > 0 || klog.V(5).Enabled() {
+		klog.FromContext(ctx).V(4).Info("Plan", "type", c.typ.Name, "key", key, "admitted", sets.List(in.MoveAdmitted), "recorded", sets.List(in.Recorded), "intents", decision.Intents)
+	}
 	if err != nil {
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)
 		return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"ComputePlacementFailed", err.Error()}})
@@ -537,7 +568,7 @@ func readWork(stored, fed *unstructured.Unstructured) (work, error) {
 // sees them now, whether each member's cache holds the object (one look
 // per member, however many clusters share it), the namespace placement
 // and the record.
-func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.Placement, deleting bool, rec *propagated) (Input, map[string]*clusters.Member, error) {
+func (c *Controller) input(key string, fed *unstructured.Unstructured, placement typesv1b1.Placement, deleting bool, rec *propagated) (Input, map[string]*clusters.Member, error) {
 	in := Input{Namespace: fed.GetNamespace(), Placement: placement, Deleting: deleting, Recorded: sets.KeySet(rec.clusters)}
 	if in.Namespace != "" && c.env.Tenants != nil {
 		t, err := c.env.Tenants(in.Namespace)
@@ -556,7 +587,23 @@ func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.P
 	ns, name := c.typ.targetName(fed)
 	members := map[string]*clusters.Member{}
 	holds := map[*clusters.Member]bool{}
-	for _, cl := range c.env.Clusters.List() {
+	list := c.env.Clusters.List()
+	// A moving cell's clusters need the readiness of their copies, and
+	// whether the move admits the object.
+	moving := false
+	for _, cl := range list {
+		if cell, ok := cellv1alpha1.MoveSource(cl.Name); ok && cl.Labels[cellv1alpha1.LabelMove] != "" {
+			moving = true
+			if c.env.Records.MoveAdmitted(cell, c.records.indexKey(key)) {
+				if in.MoveAdmitted == nil {
+					in.MoveAdmitted = sets.New[string]()
+				}
+				in.MoveAdmitted.Insert(cell)
+			}
+		}
+	}
+	ready := map[*clusters.Member]bool{}
+	for _, cl := range list {
 		cand := Candidate{Name: cl.Name, Labels: cl.Labels, ConfigError: cl.ConfigError}
 		if m := cl.Member; m != nil {
 			health := m.Health()
@@ -577,8 +624,12 @@ func (c *Controller) input(fed *unstructured.Unstructured, placement typesv1b1.P
 				}
 				h = o != nil
 				holds[m] = h
+				if h && moving {
+					ready[m] = c.policy.Ready == nil || c.policy.Ready(o)
+				}
 			}
 			cand.Holds = h
+			cand.ObjectReady = ready[m]
 		}
 		in.Candidates = append(in.Candidates, cand)
 	}
@@ -650,8 +701,12 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 			switch it.Verb {
 			case Ensure:
 				d, err := plain()
-				ops := overridesFor(w.spec.Overrides, it.Writer)
-				if n, ok := w.divided[it.Writer]; ok {
+				of := it.Writer
+				if it.OverridesOf != "" {
+					of = it.OverridesOf // a moving cell's copy
+				}
+				ops := overridesFor(w.spec.Overrides, of)
+				if n, ok := w.divided[of]; ok {
 					// The cluster's share first: its own replicas
 					// override still wins.
 					ops = append([]typesv1b1.ClusterOverride{divisionOp(c.typ.replicasPath(), n)}, ops...)

@@ -95,7 +95,8 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 	in := division.Input{Key: key, Mode: division.ModeDivide, Replicas: int32(replicas), Dynamic: d.Dynamic == typesv1b2.DynamicAvailableReplicas, Failover: d.Failover}
 	ready := map[string]int32{}
 	for _, it := range intents {
-		if it.Writer == "" || it.Status == StatusPlacementConflict || (it.Verb != Ensure && it.Status != StatusHeldBack) {
+		if it.Writer == "" || it.OverridesOf != "" || it.Status == StatusPlacementConflict || (it.Verb != Ensure && it.Status != StatusHeldBack) {
+			// A moving cell's move cluster writes the cell's share.
 			continue
 		}
 		cl := it.Writer

@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -60,6 +61,10 @@ type Candidate struct {
 	// Holds reports that the member's cache holds the object; known
 	// only while the member is ready.
 	Holds bool
+	// ObjectReady reports that the object the member holds is ready
+	// (the type's readiness rule). Read only for the clusters of a
+	// moving cell.
+	ObjectReady bool
 }
 
 // Input is everything a plan is decided from.
@@ -95,6 +100,10 @@ type Input struct {
 	Recorded sets.Set[string]
 	// Candidates are the KubeFedClusters that exist now.
 	Candidates []Candidate
+	// MoveAdmitted are the per-cell clusters of moving cells whose move
+	// may take this object now (the move's batch has room for it).
+	// Objects already copied go on moving without it.
+	MoveAdmitted sets.Set[string]
 }
 
 // Intent is what to do on one member.
@@ -109,6 +118,10 @@ type Intent struct {
 	// Writer is the cluster whose overrides apply (Ensure), or, for a
 	// PlacementConflict, the cluster written instead.
 	Writer string
+	// OverridesOf, when set, is the cluster whose overrides (and share
+	// of divided replicas) apply instead of Writer's: the moving cell's,
+	// when Writer is its move cluster.
+	OverridesOf string
 	// Status, when set, is the outcome already known: nothing is
 	// dispatched (the member is not ready or misconfigured, or the
 	// cluster is left alone).
@@ -149,6 +162,19 @@ func Plan(in Input) (Decision, error) {
 			draining.Insert(c.Name)
 		}
 	}
+	// moves are the move clusters of moving cells (the cluster they
+	// move to) by the cell's own cluster. The mask names the cell's
+	// cluster: it applies to the move cluster alike.
+	moves := moveClusters(in.Candidates)
+	if in.Mask != nil && len(moves) > 0 {
+		in.Mask = in.Mask.Clone()
+		for cell, to := range moves {
+			if in.Mask.Has(cell) {
+				in.Mask.Insert(to)
+			}
+		}
+	}
+	overridesOf := map[string]string{}
 	if in.Deleting {
 		if sel, err := selectClusters(in.Placement, in.Candidates); err == nil {
 			placed = sel
@@ -157,6 +183,9 @@ func Plan(in Input) (Decision, error) {
 		var err error
 		if selected, err = selectClusters(in.Placement, in.Candidates); err != nil {
 			return d, err
+		}
+		for _, to := range moves {
+			selected.Delete(to) // only ever selected by its move
 		}
 		for _, c := range in.Candidates {
 			if selected.Has(c.Name) && !inWorkspace(in, c) {
@@ -187,6 +216,16 @@ func Plan(in Input) (Decision, error) {
 				if in.NamespacePlacement == nil {
 					d.NamespaceNotFederated = true
 				}
+			}
+		}
+		for _, m := range planMoves(in, moves, selected, draining) {
+			selected.Insert(m.to)
+			overridesOf[m.to] = m.cell
+			if m.removeFrom != "" {
+				// Ready where it goes: removed where it was, as a
+				// drain would, whatever the mask says.
+				selected.Delete(m.removeFrom)
+				draining.Insert(m.removeFrom)
 			}
 		}
 	}
@@ -228,7 +267,19 @@ func Plan(in Input) (Decision, error) {
 
 	for _, m := range members {
 		g := groups[m]
-		slices.Sort(g.all)
+		// Move clusters last: another selected cluster of the member
+		// is the one written.
+		slices.SortFunc(g.all, func(a, b string) int {
+			_, ma := overridesOf[a]
+			_, mb := overridesOf[b]
+			if ma != mb {
+				if ma {
+					return 1
+				}
+				return -1
+			}
+			return strings.Compare(a, b)
+		})
 		var sel, excl, known, wasPlaced []string
 		for _, n := range g.all {
 			switch {
@@ -250,7 +301,7 @@ func Plan(in Input) (Decision, error) {
 			// it: the first in name order is written, the others are
 			// conflicts, never reported as written.
 			writer := sel[0]
-			it := Intent{Verb: Ensure, Member: m, Clusters: []string{writer}, Writer: writer, Report: true}
+			it := Intent{Verb: Ensure, Member: m, Clusters: []string{writer}, Writer: writer, OverridesOf: overridesOf[writer], Report: true}
 			switch {
 			case !masked(in, writer):
 				it.Verb, it.Status = Leave, StatusHeldBack
@@ -336,4 +387,78 @@ func selectClusters(p typesv1b1.Placement, candidates []Candidate) (sets.Set[str
 	return placement.Clusters(p, candidates, func(c Candidate) placement.Topology {
 		return placement.Topology{Name: c.Name, Labels: c.Labels}
 	})
+}
+
+// moveClusters are the move clusters among the candidates (labelled
+// LabelMove) by the per-cell cluster of the cell that moves, when that
+// exists too.
+func moveClusters(candidates []Candidate) map[string]string {
+	var out map[string]string
+	names := sets.New[string]()
+	for _, c := range candidates {
+		names.Insert(c.Name)
+	}
+	for _, c := range candidates {
+		if _, ok := c.Labels[cellv1alpha1.LabelMove]; !ok {
+			continue
+		}
+		if cell, ok := cellv1alpha1.MoveSource(c.Name); ok && names.Has(cell) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[cell] = c.Name
+		}
+	}
+	return out
+}
+
+// cellMove is what a moving cell does with one object.
+type cellMove struct {
+	cell, to string
+	// removeFrom is the cluster whose copy goes now: the cell's (moving)
+	// or the move cluster's (undoing), once the copy on the other side
+	// is ready.
+	removeFrom string
+}
+
+// planMoves decides the object's moves. A move takes an object the cell
+// places when the move admits it (or it is copied already): it is
+// ensured on the move cluster with the cell's overrides, and once that
+// copy is ready the cell's own copy is removed. An undo keeps the cell's
+// copy and removes the move cluster's once the cell's is ready. Moves
+// between clusters that reach the same member have nothing to do.
+func planMoves(in Input, moves map[string]string, selected, draining sets.Set[string]) []cellMove {
+	if len(moves) == 0 {
+		return nil
+	}
+	byName := make(map[string]Candidate, len(in.Candidates))
+	for _, c := range in.Candidates {
+		byName[c.Name] = c
+	}
+	var out []cellMove
+	for _, cell := range slices.Sorted(maps.Keys(moves)) {
+		to := moves[cell]
+		src, dst := byName[cell], byName[to]
+		if !selected.Has(cell) || draining.Has(cell) || draining.Has(to) || src.Member == "" || dst.Member == "" || src.Member == dst.Member {
+			continue
+		}
+		copied := in.Recorded.Has(to) || (dst.Ready && dst.Holds)
+		undo := dst.Labels[cellv1alpha1.LabelMove] == cellv1alpha1.MoveUndo
+		switch {
+		case undo && !copied:
+			continue // nothing there to bring back
+		case !undo && !copied && !in.MoveAdmitted.Has(cell):
+			continue // not its turn yet
+		}
+		m := cellMove{cell: cell, to: to}
+		from, there := cell, dst
+		if undo {
+			from, there = to, src
+		}
+		if there.Ready && there.Holds && there.ObjectReady {
+			m.removeFrom = from
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -467,3 +467,161 @@ func TestObjectVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMoves: cell shop.a moves from member M1 to M2 through its move
+// cluster shop.a.move.
+func TestPlanMoves(t *testing.T) {
+	moveCluster := func(mode string) func([]Candidate) Candidate {
+		return func([]Candidate) Candidate {
+			return Candidate{Name: cellv1alpha1.MoveClusterName("shop", "a"), Member: "M2", Ready: true, Labels: map[string]string{
+				cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: "shop", cellv1alpha1.LabelCell: "a", "zone": "a",
+				cellv1alpha1.LabelMove: mode,
+			}}
+		}
+	}
+	holdsReady := func(member string, ready bool) func([]Candidate) {
+		return func(cs []Candidate) {
+			for i := range cs {
+				if cs[i].Member == member {
+					cs[i].Holds, cs[i].ObjectReady = true, ready
+				}
+			}
+		}
+	}
+	onA := typesv1b1.Placement{Clusters: names("shop.a")}
+	admitted := sets.New("shop.a")
+	move := "shop.a.move"
+	tests := []struct {
+		name   string
+		in     Input
+		mode   string
+		change []func([]Candidate)
+		want   []Intent
+	}{
+		{
+			name: "not admitted yet: only the cell's own copy",
+			in:   Input{Namespace: "shop", Placement: onA},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true}},
+		},
+		{
+			name: "admitted: copied to the move cluster with the cell's overrides, the cell's copy kept",
+			in:   Input{Namespace: "shop", Placement: onA, MoveAdmitted: admitted},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Report: true},
+			},
+		},
+		{
+			name:   "copied but not ready there: both kept, admitted or not",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New("shop.a", move)},
+			mode:   cellv1alpha1.MoveCopy,
+			change: []func([]Candidate){holdsReady("M2", false)},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Report: true},
+			},
+		},
+		{
+			name:   "ready there: the cell's copy is removed, whatever the mask says",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New("shop.a", move), Mask: sets.New("shop.a")},
+			mode:   cellv1alpha1.MoveCopy,
+			change: []func([]Candidate){holdsReady("M2", true)},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Report: true},
+			},
+		},
+		{
+			name: "held back on the cell: held back on the move cluster, nothing removed",
+			in:   Input{Namespace: "shop", Placement: onA, MoveAdmitted: admitted, Recorded: sets.New("shop.a"), Mask: sets.New("shop.c")},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{
+				{Verb: Leave, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Status: StatusHeldBack, Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true},
+			},
+		},
+		{
+			name: "a selector matching the cell's labels never selects its move cluster by itself",
+			in: Input{Namespace: "shop", Placement: typesv1b1.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: "shop", "zone": "a"}}}},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true}},
+		},
+		{
+			name: "another cell of the new member is written first; the move is its conflict",
+			in:   Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.a", "shop.c")}, MoveAdmitted: admitted},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: "shop.c", Status: StatusPlacementConflict, Report: true},
+				{Verb: Ensure, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Report: true},
+			},
+		},
+		{
+			name: "the cell not placed: nothing moves, a stray copy is removed",
+			in:   Input{Namespace: "shop", Placement: typesv1b1.Placement{Clusters: names("shop.b")}, MoveAdmitted: admitted, Recorded: sets.New(move)},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{
+				{Verb: Remove, Member: "M2", Clusters: []string{move}},
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.b"}, Writer: "shop.b", Report: true},
+			},
+		},
+		{
+			name: "undo, nothing copied: only the cell's copy",
+			in:   Input{Namespace: "shop", Placement: onA, MoveAdmitted: admitted},
+			mode: cellv1alpha1.MoveUndo,
+			want: []Intent{{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true}},
+		},
+		{
+			name:   "undo of a moved object: ensured on the cell again, the copy kept until that is ready",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New(move)},
+			mode:   cellv1alpha1.MoveUndo,
+			change: []func([]Candidate){holdsReady("M2", true)},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Report: true},
+			},
+		},
+		{
+			name:   "undo once the cell's copy is ready: the move cluster's copy goes",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New("shop.a", move)},
+			mode:   cellv1alpha1.MoveUndo,
+			change: []func([]Candidate){holdsReady("M1", true), holdsReady("M2", true)},
+			want: []Intent{
+				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
+				{Verb: Remove, Member: "M2", Clusters: []string{move}},
+			},
+		},
+		{
+			name: "deleted: the move cluster's copy goes too",
+			in:   Input{Namespace: "shop", Placement: onA, Deleting: true, Recorded: sets.New("shop.a", move)},
+			mode: cellv1alpha1.MoveCopy,
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Remove, Member: "M2", Clusters: []string{move}},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Candidates = fixture()
+			in.Candidates = append(in.Candidates, moveCluster(tc.mode)(in.Candidates))
+			for _, ch := range tc.change {
+				ch(in.Candidates)
+			}
+			if in.Recorded == nil {
+				in.Recorded = sets.New[string]()
+			}
+			got, err := Plan(in)
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if !reflect.DeepEqual(got.Intents, tc.want) {
+				t.Errorf("intents:\n got %+v\nwant %+v", got.Intents, tc.want)
+			}
+		})
+	}
+}

@@ -149,6 +149,18 @@ func (s *versionStore) indexKey(key string) string {
 	return s.prefix + key
 }
 
+// queueKey reverses indexKey: the object's key, when indexKey is a
+// record of this type.
+func (s *versionStore) queueKey(indexKey string) (string, bool) {
+	ns, rest, namespaced := strings.Cut(indexKey, "/")
+	if !namespaced {
+		name, ok := strings.CutPrefix(indexKey, s.prefix)
+		return name, ok
+	}
+	name, ok := strings.CutPrefix(rest, s.prefix)
+	return ns + "/" + name, ok
+}
+
 func decodeRecord(pv *unstructured.Unstructured) *propagated {
 	v := propagatedversion.OfStored(pv)
 	r := newRecord(v.TemplateVersion, v.OverridesVersion)

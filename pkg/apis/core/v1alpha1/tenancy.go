@@ -32,7 +32,48 @@ const (
 	// reason to keep anything), and once the cell holds no object it may
 	// be deleted (cellfedctl cell delete NAME --drain).
 	LabelDraining = "cellfed.io/draining"
+	// LabelMove is set on the move cluster of a moving cell (see
+	// MoveClusterName): MoveCopy while the cell moves there, MoveUndo
+	// while the move is undone.
+	LabelMove = "cellfed.io/move"
 )
+
+// Values of LabelMove.
+const (
+	MoveCopy = "copy"
+	MoveUndo = "undo"
+)
+
+// moveSuffix ends a move cluster's name.
+const moveSuffix = ".move"
+
+// MoveClusterName is the KubeFedCluster through which a moving cell
+// reaches the cluster it moves to: <namespace>.<cell>.move, the cell's
+// labels, the new physical cluster's access. It exists only during the
+// move; placements never select it themselves (the move does).
+func MoveClusterName(namespace, cell string) string {
+	return CellClusterName(namespace, cell) + moveSuffix
+}
+
+// ParseMoveClusterName reverses MoveClusterName.
+func ParseMoveClusterName(name string) (namespace, cell string, ok bool) {
+	base, found := strings.CutSuffix(name, moveSuffix)
+	if !found {
+		return "", "", false
+	}
+	return ParseCellClusterName(base)
+}
+
+// MoveSource is the per-cell cluster a move cluster moves, and whether
+// name is a move cluster at all.
+func MoveSource(name string) (string, bool) {
+	base, found := strings.CutSuffix(name, moveSuffix)
+	if !found {
+		return "", false
+	}
+	_, _, ok := ParseCellClusterName(base)
+	return base, ok
+}
 
 // TopologyTypeCell is the value of LabelTopologyType on per-cell clusters.
 const TopologyTypeCell = "cell"

@@ -32,7 +32,39 @@ type CellSpec struct {
 	// Cluster is the name of the physical KubeFedCluster that hosts this cell.
 	// +kubebuilder:validation:MinLength=1
 	Cluster string `json:"cluster"`
+	// Move, when set, moves the cell to another physical cluster:
+	// cellfed-controller copies every object the cell holds there (same
+	// templates and overrides), and removes each from the old cluster
+	// once its copy is ready, Batch objects at a time. When all are moved
+	// it sets Cluster to Move.To and clears Move. cellfedctl cell move
+	// writes it.
+	// +optional
+	Move *CellMove `json:"move,omitempty"`
 }
+
+// CellMove asks for a cell to move to another physical cluster.
+type CellMove struct {
+	// To is the physical KubeFedCluster the cell moves to.
+	// +kubebuilder:validation:MinLength=1
+	To string `json:"to"`
+	// Batch is how many objects are moving at once (copied to the new
+	// cluster but not yet removed from the old one). Default 10.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Batch int32 `json:"batch,omitempty"`
+	// Paused starts no further object; those under way finish.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// Undo moves the objects already copied back: each is ensured on the
+	// old cluster, and its copy on the new cluster removed once the old
+	// one is ready. When none is left there, Move is cleared and the
+	// cell stays where it was.
+	// +optional
+	Undo bool `json:"undo,omitempty"`
+}
+
+// DefaultMoveBatch is CellMove.Batch when unset.
+const DefaultMoveBatch = 10
 
 // CellStatus reports the cell's cluster and what it holds.
 type CellStatus struct {
@@ -52,7 +84,47 @@ type CellStatus struct {
 	// until cellfed-controller has counted.
 	// +optional
 	Objects *int32 `json:"objects,omitempty"`
+	// Move reports the cell's move to another cluster: the one under
+	// way, or the last one done.
+	// +optional
+	Move *CellMoveStatus `json:"move,omitempty"`
 }
+
+// CellMoveStatus is the progress of a cell's move.
+type CellMoveStatus struct {
+	// From and To are the physical clusters.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Phase is Moving, Paused, Finishing (every object is on the new
+	// cluster; the cell switches to it), Completed, RollingBack or
+	// RolledBack.
+	Phase string `json:"phase"`
+	// Objects is how many objects the cell holds on either cluster.
+	Objects int32 `json:"objects"`
+	// Copied is how many of them are on the new cluster.
+	Copied int32 `json:"copied"`
+	// Moved is how many are on the new cluster only: their copy there
+	// was ready, and the old one is removed.
+	Moved int32 `json:"moved"`
+	// Message says what the move waits for, if anything.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// StartTime is when the move started; CompletionTime when it ended.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// Phases of a move (CellMoveStatus.Phase).
+const (
+	MovePhaseMoving      = "Moving"
+	MovePhasePaused      = "Paused"
+	MovePhaseFinishing   = "Finishing"
+	MovePhaseCompleted   = "Completed"
+	MovePhaseRollingBack = "RollingBack"
+	MovePhaseRolledBack  = "RolledBack"
+)
 
 // CellList is a list of Cells.
 //

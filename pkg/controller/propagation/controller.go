@@ -714,6 +714,10 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 				if len(ops) > 0 {
 					d, err = build(c.typ, fed, w.template, ops, w.retainReplicas)
 				}
+				if it.CopyFrom != "" {
+					// A held-back cell moves at its held-back revision.
+					d, err = c.copyOf(actx, members[it.CopyFrom], fed)
+				}
 				if err != nil {
 					r = result{status: StatusCreationFailed, err: err}
 					break
@@ -838,6 +842,19 @@ func nextRecord(rec *propagated, w work, in Input, intents []Intent, results []r
 				}
 			}
 		}
+	}
+	// A moved cell's move cluster reaches the cell's own member: what it
+	// recorded is the cell's (a held-back object is never written again
+	// to say so).
+	for cluster, v := range next.clusters {
+		cell, ok := cellv1alpha1.MoveSource(cluster)
+		if !ok || memberOf[cluster] == "" || memberOf[cluster] != memberOf[cell] {
+			continue
+		}
+		if _, has := next.clusters[cell]; !has {
+			next.clusters[cell] = v
+		}
+		delete(next.clusters, cluster)
 	}
 	return next
 }

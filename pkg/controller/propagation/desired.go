@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -383,4 +384,59 @@ func toFloat(v any) (float64, bool) {
 		return n, true
 	}
 	return 0, false
+}
+
+// copyOf is what a member holds of the federated object, to be written
+// elsewhere as it is: a moving cell held back by the placement mask moves
+// at the revision it holds. What the member filled in (status, its
+// metadata, the fields the type's policy retains, node ports) is left
+// out, for the new member to fill in; the hash annotation stays, so the
+// copy counts as that revision.
+func (c *Controller) copyOf(ctx context.Context, m *clusters.Member, fed *unstructured.Unstructured) (desired, error) {
+	if m == nil {
+		return desired{}, fmt.Errorf("the held-back copy's member is gone")
+	}
+	ns, name := c.typ.targetName(fed)
+	// The member itself: its cache keeps only what decisions read.
+	cur, err := c.read(ctx, m, ns, name)
+	if err != nil {
+		return desired{}, fmt.Errorf("reading the held-back copy to move: %w", err)
+	}
+	obj := &unstructured.Unstructured{Object: cleanTemplate(cur.Object)}
+	obj.SetAPIVersion(c.typ.Target.GroupVersion().String())
+	obj.SetKind(c.typ.TargetKind)
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	for _, f := range c.policy.RetainSpec {
+		unstructured.RemoveNestedField(obj.Object, "spec", f)
+	}
+	for _, f := range c.policy.RetainTop {
+		delete(obj.Object, f)
+	}
+	if c.policy.RetainNodePorts {
+		if ports, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "ports"); ok {
+			for _, p := range ports {
+				if pm, ok := p.(map[string]any); ok {
+					delete(pm, "nodePort")
+				}
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+		}
+	}
+	hash := obj.GetAnnotations()[HashAnnotation]
+	if hash == "" {
+		raw, err := json.Marshal(obj.Object)
+		if err != nil {
+			return desired{}, fmt.Errorf("encoding the held-back copy: %w", err)
+		}
+		sum := sha256.Sum256(raw)
+		hash = hex.EncodeToString(sum[:])[:32]
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[HashAnnotation] = hash
+		obj.SetAnnotations(ann)
+	}
+	return desired{obj: obj, hash: hash}, nil
 }

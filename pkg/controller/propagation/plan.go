@@ -122,6 +122,10 @@ type Intent struct {
 	// of divided replicas) apply instead of Writer's: the moving cell's,
 	// when Writer is its move cluster.
 	OverridesOf string
+	// CopyFrom, when set, is the member whose object is written as it is
+	// instead of the template: a moving cell held back by the mask moves
+	// at its held-back revision.
+	CopyFrom string
 	// Status, when set, is the outcome already known: nothing is
 	// dispatched (the member is not ready or misconfigured, or the
 	// cluster is left alone).
@@ -175,6 +179,7 @@ func Plan(in Input) (Decision, error) {
 		}
 	}
 	overridesOf := map[string]string{}
+	copyFrom := map[string]string{} // move cluster → member of the held-back copy
 	if in.Deleting {
 		if sel, err := selectClusters(in.Placement, in.Candidates); err == nil {
 			placed = sel
@@ -221,6 +226,9 @@ func Plan(in Input) (Decision, error) {
 		for _, m := range planMoves(in, moves, selected, draining) {
 			selected.Insert(m.to)
 			overridesOf[m.to] = m.cell
+			if m.copyFrom != "" {
+				copyFrom[m.dest] = m.copyFrom
+			}
 			if m.removeFrom != "" {
 				// Ready where it goes: removed where it was, as a
 				// drain would, whatever the mask says.
@@ -303,6 +311,11 @@ func Plan(in Input) (Decision, error) {
 			writer := sel[0]
 			it := Intent{Verb: Ensure, Member: m, Clusters: []string{writer}, Writer: writer, OverridesOf: overridesOf[writer], Report: true}
 			switch {
+			case !masked(in, writer) && copyFrom[writer] != "":
+				it.CopyFrom = copyFrom[writer]
+				if !g.ready {
+					it.Status = StatusClusterNotReady
+				}
 			case !masked(in, writer):
 				it.Verb, it.Status = Leave, StatusHeldBack
 			case !g.ready:
@@ -419,6 +432,12 @@ type cellMove struct {
 	// or the move cluster's (undoing), once the copy on the other side
 	// is ready.
 	removeFrom string
+	// dest is the cluster the object goes to: the move cluster (moving)
+	// or the cell's (undoing).
+	dest string
+	// copyFrom is the member of the copy to take as it is, when the cell
+	// is held back by the mask.
+	copyFrom string
 }
 
 // planMoves decides the object's moves. A move takes an object the cell
@@ -450,10 +469,13 @@ func planMoves(in Input, moves map[string]string, selected, draining sets.Set[st
 		case !undo && !copied && !in.MoveAdmitted.Has(cell):
 			continue // not its turn yet
 		}
-		m := cellMove{cell: cell, to: to}
+		m := cellMove{cell: cell, to: to, dest: to}
 		from, there := cell, dst
 		if undo {
-			from, there = to, src
+			from, there, m.dest = to, src, cell
+		}
+		if here := byName[from]; !masked(in, cell) && here.Ready && here.Holds {
+			m.copyFrom = here.Member
 		}
 		if there.Ready && there.Holds && there.ObjectReady {
 			m.removeFrom = from

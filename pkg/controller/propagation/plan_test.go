@@ -543,6 +543,35 @@ func TestPlanMoves(t *testing.T) {
 			},
 		},
 		{
+			name:   "held back on the cell, holding a copy: that copy moves as it is",
+			in:     Input{Namespace: "shop", Placement: onA, MoveAdmitted: admitted, Recorded: sets.New("shop.a"), Mask: sets.New("shop.c")},
+			mode:   cellv1alpha1.MoveCopy,
+			change: []func([]Candidate){holdsReady("M1", true)},
+			want: []Intent{
+				{Verb: Leave, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Status: StatusHeldBack, Report: true},
+				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", CopyFrom: "M1", Report: true},
+			},
+		},
+		{
+			name:   "held back, the held-back copy ready on the move cluster: the cell's copy goes",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New("shop.a", move), Mask: sets.New("shop.c")},
+			mode:   cellv1alpha1.MoveCopy,
+			change: []func([]Candidate){holdsReady("M1", true), holdsReady("M2", true)},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", CopyFrom: "M1", Report: true},
+			},
+		},
+		{
+			name:   "held back and moved: the move cluster keeps its copy as the cell would",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New(move), Mask: sets.New("shop.c")},
+			mode:   cellv1alpha1.MoveCopy,
+			change: []func([]Candidate){holdsReady("M2", true)},
+			want: []Intent{
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true},
+			},
+		},
+		{
 			name: "a selector matching the cell's labels never selects its move cluster by itself",
 			in: Input{Namespace: "shop", Placement: typesv1b1.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
 				cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: "shop", "zone": "a"}}}},

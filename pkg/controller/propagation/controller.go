@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
-	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/informers"
 	"github.com/cellfed/cellfed/pkg/placement"
@@ -397,8 +397,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		return true, err
 	}
 	decision, err := Plan(in)
-	if in.MoveAdmitted.Len() > 0 || klog.V(5).Enabled() {
-		klog.FromContext(ctx).V(4).Info("Plan", "type", c.typ.Name, "key", key, "admitted", sets.List(in.MoveAdmitted), "recorded", sets.List(in.Recorded), "intents", decision.Intents)
+	if in.MoveAdmitted.Len() > 0 {
+		klog.FromContext(ctx).V(4).Info("Moving", "type", c.typ.Name, "key", key, "cells", sets.List(in.MoveAdmitted), "recorded", sets.List(in.Recorded), "intents", decision.Intents)
 	}
 	if err != nil {
 		c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "ComputePlacementFailed", "%v", err)

@@ -1264,6 +1264,68 @@ spec:
 	})
 }
 
+func movingCell(cluster, move string) string {
+	return cellManifest("shop", "rz01a", cluster) + "  move: " + move + "\n"
+}
+
+func TestValidateCellMove(t *testing.T) {
+	runValidate(t, []validateCase{
+		{name: "a move to an existing cluster", op: Update, obj: movingCell("c1", "{to: c2, batch: 5}"), old: cellManifest("shop", "rz01a", "c1")},
+		{name: "a new cell may be created moving", obj: movingCell("c1", "{to: c2}")},
+		{
+			name: "to a cluster that does not exist",
+			op:   Update, obj: movingCell("c1", "{to: c9}"), old: cellManifest("shop", "rz01a", "c1"),
+			want: invalid,
+			msgs: []string{"spec.move.to", `KubeFedCluster "c9" does not exist`, "register the cluster first"},
+		},
+		{
+			name: "to its own cluster",
+			op:   Update, obj: movingCell("c1", "{to: c1}"), old: cellManifest("shop", "rz01a", "c1"),
+			want: invalid,
+			msgs: []string{"spec.move.to", "on cluster c1 already"},
+		},
+		{
+			name: "to a per-cell cluster",
+			op:   Update, obj: movingCell("c1", "{to: shop.rz00a}"), old: cellManifest("shop", "rz01a", "c1"),
+			want: invalid,
+			msgs: []string{"spec.move.to", "per-cell clusters"},
+		},
+		{
+			name: "an undo with no move",
+			op:   Update, obj: movingCell("c1", "{to: c2, undo: true}"), old: cellManifest("shop", "rz01a", "c1"),
+			want: forbidden,
+			msgs: []string{"spec.move.undo", "no move to undo"},
+		},
+		{
+			name: "a move under way pointed elsewhere",
+			op:   Update, obj: movingCell("c1", "{to: c3}"), old: movingCell("c1", "{to: c2}"),
+			want: forbidden,
+			msgs: []string{"spec.move.to", "moving to cluster c2", "--undo"},
+		},
+		{
+			name: "the cluster edited during a move",
+			op:   Update, obj: movingCell("c3", "{to: c2}"), old: movingCell("c1", "{to: c2}"),
+			want: forbidden,
+			msgs: []string{"spec.cluster", "changes when the move ends"},
+		},
+		{name: "the move's end: the cluster becomes its target", op: Update, obj: cellManifest("shop", "rz01a", "c2"), old: movingCell("c1", "{to: c2}")},
+		{name: "an undo's end: the cluster stays", op: Update, obj: cellManifest("shop", "rz01a", "c1"), old: movingCell("c1", "{to: c2, undo: true}")},
+		{
+			name: "a move's end elsewhere",
+			op:   Update, obj: cellManifest("shop", "rz01a", "c3"), old: movingCell("c1", "{to: c2}"),
+			want: forbidden,
+			msgs: []string{"spec.cluster", "can only end there or stay on c1"},
+		},
+		{
+			name: "an undo resumed",
+			op:   Update, obj: movingCell("c1", "{to: c2}"), old: movingCell("c1", "{to: c2, undo: true}"),
+			want: forbidden,
+			msgs: []string{"spec.move.undo", "cannot be resumed"},
+		},
+		{name: "paused and resumed", op: Update, obj: movingCell("c1", "{to: c2, paused: true}"), old: movingCell("c1", "{to: c2}")},
+	})
+}
+
 func kubeFedCluster(name, labels, spec string) string {
 	s := "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata:\n  name: " + name + "\n  namespace: " + fedNamespace + "\n"
 	if labels != "" {
@@ -1280,6 +1342,25 @@ func TestValidateKubeFedCluster(t *testing.T) {
 	cellLabels := "cellfed.io/topology-type: cell\ncellfed.io/namespace: shop\ncellfed.io/cell: rz00a\n"
 	runValidate(t, []validateCase{
 		{name: "physical cluster", obj: kubeFedCluster("c3", "zone: z1", clusterSpec+"caBundle: Zm9v\nproxyURL: socks5://proxy:1080\n")},
+		{name: "a moving cell's move cluster", obj: kubeFedCluster("shop.rz00a.move", cellLabels+"cellfed.io/move: copy\n", clusterSpec)},
+		{
+			name: "a move cluster without its move label",
+			obj:  kubeFedCluster("shop.rz00a.move", cellLabels, clusterSpec),
+			want: invalid,
+			msgs: []string{"cellfed.io/move", `"copy"`, `"undo"`},
+		},
+		{
+			name: "a move cluster of another cell's labels",
+			obj:  kubeFedCluster("shop.rz00b.move", cellLabels+"cellfed.io/move: copy\n", clusterSpec),
+			want: invalid,
+			msgs: []string{"move cluster of cell shop/rz00b", "cellfed.io/cell=rz00b"},
+		},
+		{
+			name: "a physical cluster with the move label",
+			obj:  kubeFedCluster("c3", "cellfed.io/move: copy", clusterSpec),
+			want: forbidden,
+			msgs: []string{"cellfed.io/move", "cellfedctl cell move"},
+		},
 		{
 			name: "apiEndpoint missing",
 			obj:  kubeFedCluster("c3", "", "secretRef: {name: c3-token}"),

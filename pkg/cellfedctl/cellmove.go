@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/cellfed/cellfed/pkg/apis"
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	"github.com/cellfed/cellfed/pkg/federatedtypes"
 )
 
 // moveOptions are cell move's flags.
@@ -27,6 +31,7 @@ type moveOptions struct {
 	pause, resume, undo bool
 	wait                bool
 	timeout, interval   time.Duration
+	fedNamespace        string
 }
 
 func newCellMoveCommand(o *options) *cobra.Command {
@@ -85,6 +90,7 @@ and ends the move with the cell where it was.`,
 	cmd.Flags().BoolVar(&m.undo, "undo", false, "undo the cell's move: the objects already copied come back, and the cell stays where it was")
 	cmd.Flags().BoolVar(&m.wait, "wait", true, "wait for the move (or undo) to end, printing progress; the move goes on without it")
 	cmd.Flags().DurationVar(&m.timeout, "timeout", 0, "give up waiting after this long (0: never); the move goes on")
+	cmd.Flags().StringVar(&m.fedNamespace, "federation-namespace", federatedtypes.DefaultNamespace, "namespace of the FederatedTypeConfigs in the plane")
 	return cmd
 }
 
@@ -167,6 +173,7 @@ func (m *moveOptions) run(ctx context.Context, name string) error {
 		switch {
 		case m.to != "":
 			printf(m.streams.Out, "cell %s/%s: moving from %s to %s, %d objects at a time\n", ns, name, cell.Spec.Cluster, m.to, m.batch)
+			m.reportOverrides(ctx, ns, name, cell.Spec.Cluster, m.to)
 		case m.undo:
 			printf(m.streams.Out, "cell %s/%s: undoing the move to %s\n", ns, name, mv.To)
 		case m.pause:
@@ -370,4 +377,75 @@ func PrintCellStatus(w io.Writer, cell *cellv1alpha1.Cell, now time.Time) error 
 		}
 	}
 	return tw.Flush()
+}
+
+// clusterSpecific are the fields an override of a cell usually sets to
+// what only its cluster has: node names and labels, zones, storage
+// classes, addresses.
+var clusterSpecific = []string{"nodeSelector", "nodeName", "affinity", "tolerations", "topologySpreadConstraints",
+	"storageClassName", "loadBalancerIP", "externalIPs", "clusterIP"}
+
+// ClusterSpecificOverrides are the paths of a v1beta2 federated object's
+// overrides for cell that set one of those fields. A move applies them on
+// the new cluster as they are; they are reported, not rewritten. It is a
+// pure function.
+func ClusterSpecificOverrides(obj map[string]any, cell string) []string {
+	overrides, _, _ := unstructured.NestedSlice(obj, "spec", "overrides")
+	var out []string
+	for _, o := range overrides {
+		om, ok := o.(map[string]any)
+		if !ok || om["topologyName"] != cell {
+			continue
+		}
+		ops, _ := om["clusterOverrides"].([]any)
+		for _, op := range ops {
+			opm, _ := op.(map[string]any)
+			path, _ := opm["path"].(string)
+			for _, f := range strings.Split(path, "/") {
+				if slices.Contains(clusterSpecific, f) {
+					out = append(out, path)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reportOverrides prints the overrides of the cell that may name its old
+// cluster's nodes, zones or storage: the move keeps them as they are.
+func (m *moveOptions) reportOverrides(ctx context.Context, ns, cell, from, to string) {
+	c, err := m.planeClients()
+	if err != nil {
+		return
+	}
+	list, err := c.Dynamic.Resource(kubefed.FederatedTypeConfigsResource).Namespace(m.fedNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		printf(m.streams.ErrOut, "warning: not checking the cell's overrides: %v\n", err)
+		return
+	}
+	var found []string
+	for i := range list.Items {
+		t := fedTypeOf(&list.Items[i])
+		if !t.Namespaced || t.Plural == "" {
+			continue
+		}
+		objs, err := c.Dynamic.Resource(t.Resource()).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue // a type outside cellfed's group has no v1beta2
+		}
+		for _, o := range objs.Items {
+			for _, p := range ClusterSpecificOverrides(o.Object, cell) {
+				found = append(found, fmt.Sprintf("%s/%s %s", t.Kind, o.GetName(), p))
+			}
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	slices.Sort(found)
+	printf(m.streams.Out, "cell %s/%s: %d overrides for the cell set fields that may name %s's own nodes, zones, storage or addresses; they apply on %s as they are, check them:\n", ns, cell, len(found), from, to)
+	for _, f := range found {
+		printf(m.streams.Out, "  %s\n", f)
+	}
 }

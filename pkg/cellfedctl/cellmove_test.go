@@ -1,6 +1,7 @@
 package cellfedctl
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,26 @@ func TestPrintCellStatus(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("cell status lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+func TestClusterSpecificOverrides(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"overrides": []any{
+		map[string]any{"topologyName": "rz00a", "clusterOverrides": []any{
+			map[string]any{"path": "/spec/replicas", "value": int64(3)},
+			map[string]any{"path": "/spec/template/spec/nodeSelector", "value": map[string]any{"disk": "ssd"}},
+			map[string]any{"path": "/spec/volumeClaimTemplates/0/spec/storageClassName", "value": "fast"},
+		}},
+		map[string]any{"topologyName": "rz00b", "clusterOverrides": []any{
+			map[string]any{"path": "/spec/template/spec/affinity"},
+		}},
+	}}}
+	got := ClusterSpecificOverrides(obj, "rz00a")
+	want := []string{"/spec/template/spec/nodeSelector", "/spec/volumeClaimTemplates/0/spec/storageClassName"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rz00a: %v, want %v", got, want)
+	}
+	if got := ClusterSpecificOverrides(obj, "rz00c"); got != nil {
+		t.Errorf("rz00c, with no overrides: %v", got)
 	}
 }

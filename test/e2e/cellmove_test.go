@@ -37,7 +37,13 @@ func moveObjects() string {
 	var b strings.Builder
 	on := []string{"rz10a"}
 	for i := range moveDeployments {
-		b.WriteString(deployment("shop", fmt.Sprintf("web-%d", i), "nginx:1.27", on, "") + "---\n")
+		extra := ""
+		if i == 2 {
+			// An override of the cell that names its nodes: it moves
+			// with the cell, and the move reports it.
+			extra = "  overrides:\n  - topologyName: rz10a\n    clusterOverrides:\n    - {path: /spec/template/spec/nodeSelector, value: {disk: ssd}}\n"
+		}
+		b.WriteString(deployment("shop", fmt.Sprintf("web-%d", i), "nginx:1.27", on, extra) + "---\n")
 	}
 	for i := range moveConfigMaps {
 		b.WriteString(configMap("shop", fmt.Sprintf("cfg-%d", i), fmt.Sprintf("i: %q", fmt.Sprint(i)), on, "") + "---\n")
@@ -262,8 +268,8 @@ func TestMoveCell(t *testing.T) {
 
 	start := time.Now()
 	out := f.ctl.ok(t, "cell", "move", "rz10a", "-n", "shop", "--to=member-2", "--batch=5", "--wait=false")
-	if !strings.Contains(out, "moving from member-1 to member-2, 5 objects at a time") {
-		t.Errorf("cell move printed %q", out)
+	if !strings.Contains(out, "moving from member-1 to member-2, 5 objects at a time") || !strings.Contains(out, "FederatedDeployment/web-2 /spec/template/spec/nodeSelector") {
+		t.Errorf("cell move printed %q; want the start and the override of web-2 that may name member-1's nodes", out)
 	}
 	cells := f.dyn.Resource(cellv1alpha1.CellsResource).Namespace("shop")
 	moveStatus := func() (*cellv1alpha1.Cell, error) {
@@ -379,6 +385,9 @@ func TestMoveCell(t *testing.T) {
 			gvr = fedResource("federatedconfigmaps", "v1beta2")
 		}
 		f.waitSettled(t, gvr, "shop", name, map[string]string{"rz10a": "OK"})
+	}
+	if sel, _, _ := unstructured.NestedStringMap(f.memberObject(t, 2, deployments, "shop", "web-2").Object, "spec", "template", "spec", "nodeSelector"); sel["disk"] != "ssd" {
+		t.Errorf("web-2 on member-2 has nodeSelector %v, want the cell's override disk=ssd", sel)
 	}
 	if img := image(f.memberObject(t, 2, deployments, "shop", "web-0")); img != "nginx:1.27" {
 		t.Errorf("web-0, held back at nginx:1.27 on rz10a, is %s on member-2 after the move", img)

@@ -716,7 +716,11 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 				}
 				if it.CopyFrom != "" {
 					// A held-back cell moves at its held-back revision.
-					d, err = c.copyOf(actx, members[it.CopyFrom], fed)
+					if d, err = c.copyOf(actx, members[it.CopyFrom], fed); err != nil {
+						// What the member holds is not known.
+						r = result{status: StatusCreationFailed, unknown: true, present: true, retry: true, err: err}
+						break
+					}
 				}
 				if err != nil {
 					r = result{status: StatusCreationFailed, err: err}

@@ -474,11 +474,12 @@ func planMoves(in Input, moves map[string]string, selected, draining sets.Set[st
 		if undo {
 			from, there, m.dest = to, src, cell
 		}
-		if here := byName[from]; !masked(in, cell) && here.Ready && here.Holds {
-			m.copyFrom = here.Member
-		}
 		if there.Ready && there.Holds && there.ObjectReady {
 			m.removeFrom = from
+		} else if here := byName[from]; !masked(in, cell) && here.Ready && here.Holds {
+			// Held back: the copy it holds goes over as it is (once
+			// the copy there is ready, there is nothing to write).
+			m.copyFrom = here.Member
 		}
 		out = append(out, m)
 	}

@@ -559,7 +559,7 @@ func TestPlanMoves(t *testing.T) {
 			change: []func([]Candidate){holdsReady("M1", true), holdsReady("M2", true)},
 			want: []Intent{
 				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
-				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", CopyFrom: "M1", Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true},
 			},
 		},
 		{

@@ -284,12 +284,12 @@ func TestMoveCell(t *testing.T) {
 		return &c, nil
 	}
 	// Halfway, the controller dies (SIGKILL) and another starts.
-	eventually(t, "10 objects moved", func() (bool, string) {
+	eventually(t, "25 objects moved", func() (bool, string) {
 		c, err := moveStatus()
 		if err != nil {
 			return false, err.Error()
 		}
-		if st := c.Status.Move; st != nil && st.Moved >= 10 {
+		if st := c.Status.Move; st != nil && st.Moved >= 25 {
 			return true, ""
 		}
 		return false, fmt.Sprintf("move status %+v", c.Status.Move)

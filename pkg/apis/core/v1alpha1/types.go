@@ -92,9 +92,10 @@ type CellStatus struct {
 
 // CellMoveStatus is the progress of a cell's move.
 type CellMoveStatus struct {
-	// From and To are the physical clusters.
+	// From is the physical cluster the cell moves from.
 	From string `json:"from"`
-	To   string `json:"to"`
+	// To is the physical cluster the cell moves to.
+	To string `json:"to"`
 	// Phase is Moving, Paused, Finishing (every object is on the new
 	// cluster; the cell switches to it), Completed, RollingBack or
 	// RolledBack.
@@ -109,9 +110,10 @@ type CellMoveStatus struct {
 	// Message says what the move waits for, if anything.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// StartTime is when the move started; CompletionTime when it ended.
+	// StartTime is when the move started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the move ended (completed or rolled back).
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }

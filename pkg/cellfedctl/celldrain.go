@@ -24,6 +24,9 @@ type drainOptions struct {
 	fedNamespace string
 }
 
+// lookTimeout bounds one look at a cell while waiting for it.
+const lookTimeout = 30 * time.Second
+
 // drainState is what one look at a draining cell shows.
 type drainState struct {
 	// seen: the cell's KubeFedCluster carries the draining label, so
@@ -106,8 +109,13 @@ func drainCell(ctx context.Context, o *options, d drainOptions, ns, name string)
 	defer tick.Stop()
 	last := ""
 	for {
-		s, err := look(wctx)
-		if err != nil && wctx.Err() == nil {
+		// Each look has its own deadline, not the wait's: a read that
+		// would outlast --timeout (client-go's rate limiter refuses it
+		// before the deadline passes) is not an error of the drain.
+		rctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		s, err := look(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			return err
 		}
 		if err == nil {

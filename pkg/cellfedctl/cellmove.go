@@ -242,8 +242,10 @@ func (m *moveOptions) waitMove(ctx context.Context, ns, name, to string) error {
 	defer tick.Stop()
 	last := ""
 	for {
-		u, err := cells.Get(wctx, name, metav1.GetOptions{})
-		if err != nil && wctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		u, err := cells.Get(rctx, name, metav1.GetOptions{})
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			return apiError(err, fmt.Sprintf("reading cell %s/%s", ns, name))
 		}
 		if err == nil {

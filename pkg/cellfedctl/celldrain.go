@@ -27,6 +27,14 @@ type drainOptions struct {
 // lookTimeout bounds one look at a cell while waiting for it.
 const lookTimeout = 30 * time.Second
 
+// lookWithin runs one look with its own deadline (lookTimeout), not the
+// wait's.
+func lookWithin[T any](ctx context.Context, look func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	defer cancel()
+	return look(ctx)
+}
+
 // drainState is what one look at a draining cell shows.
 type drainState struct {
 	// seen: the cell's KubeFedCluster carries the draining label, so
@@ -112,9 +120,7 @@ func drainCell(ctx context.Context, o *options, d drainOptions, ns, name string)
 		// Each look has its own deadline, not the wait's: a read that
 		// would outlast --timeout (client-go's rate limiter refuses it
 		// before the deadline passes) is not an error of the drain.
-		rctx, cancel := context.WithTimeout(ctx, lookTimeout)
-		s, err := look(rctx)
-		cancel()
+		s, err := lookWithin(ctx, look)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}

@@ -242,9 +242,9 @@ func (m *moveOptions) waitMove(ctx context.Context, ns, name, to string) error {
 	defer tick.Stop()
 	last := ""
 	for {
-		rctx, cancel := context.WithTimeout(ctx, lookTimeout)
-		u, err := cells.Get(rctx, name, metav1.GetOptions{})
-		cancel()
+		u, err := lookWithin(ctx, func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return cells.Get(ctx, name, metav1.GetOptions{})
+		})
 		if err != nil && ctx.Err() == nil {
 			return apiError(err, fmt.Sprintf("reading cell %s/%s", ns, name))
 		}

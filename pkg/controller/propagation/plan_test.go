@@ -329,21 +329,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := tc.in
-			in.Candidates = fixture()
-			for _, ch := range tc.change {
-				ch(in.Candidates)
-			}
-			if in.Recorded == nil {
-				in.Recorded = sets.New[string]()
-			}
-			got, err := Plan(in)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			if !reflect.DeepEqual(got.Intents, tc.want) {
-				t.Errorf("intents:\n got %+v\nwant %+v", got.Intents, tc.want)
-			}
+			got := planOn(t, tc.in, fixture(), tc.change, tc.want)
 			if got.NamespaceNotFederated != tc.notFed {
 				t.Errorf("NamespaceNotFederated = %v, want %v", got.NamespaceNotFederated, tc.notFed)
 			}
@@ -471,13 +457,11 @@ func TestObjectVersion(t *testing.T) {
 // TestPlanMoves: cell shop.a moves from member M1 to M2 through its move
 // cluster shop.a.move.
 func TestPlanMoves(t *testing.T) {
-	moveCluster := func(mode string) func([]Candidate) Candidate {
-		return func([]Candidate) Candidate {
-			return Candidate{Name: cellv1alpha1.MoveClusterName("shop", "a"), Member: "M2", Ready: true, Labels: map[string]string{
-				cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: "shop", cellv1alpha1.LabelCell: "a", "zone": "a",
-				cellv1alpha1.LabelMove: mode,
-			}}
-		}
+	moveCluster := func(mode string) Candidate {
+		return Candidate{Name: cellv1alpha1.MoveClusterName("shop", "a"), Member: "M2", Ready: true, Labels: map[string]string{
+			cellv1alpha1.LabelTopologyType: cellv1alpha1.TopologyTypeCell, cellv1alpha1.LabelNamespace: "shop", cellv1alpha1.LabelCell: "a", "zone": "a",
+			cellv1alpha1.LabelMove: mode,
+		}}
 	}
 	holdsReady := func(member string, ready bool) func([]Candidate) {
 		return func(cs []Candidate) {
@@ -635,22 +619,28 @@ func TestPlanMoves(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := tc.in
-			in.Candidates = fixture()
-			in.Candidates = append(in.Candidates, moveCluster(tc.mode)(in.Candidates))
-			for _, ch := range tc.change {
-				ch(in.Candidates)
-			}
-			if in.Recorded == nil {
-				in.Recorded = sets.New[string]()
-			}
-			got, err := Plan(in)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			if !reflect.DeepEqual(got.Intents, tc.want) {
-				t.Errorf("intents:\n got %+v\nwant %+v", got.Intents, tc.want)
-			}
+			planOn(t, tc.in, append(fixture(), moveCluster(tc.mode)), tc.change, tc.want)
 		})
 	}
+}
+
+// planOn plans in on candidates, changed by change, and checks the
+// intents against want.
+func planOn(t *testing.T, in Input, candidates []Candidate, change []func([]Candidate), want []Intent) Decision {
+	t.Helper()
+	in.Candidates = candidates
+	for _, ch := range change {
+		ch(in.Candidates)
+	}
+	if in.Recorded == nil {
+		in.Recorded = sets.New[string]()
+	}
+	got, err := Plan(in)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if !reflect.DeepEqual(got.Intents, want) {
+		t.Errorf("intents:\n got %+v\nwant %+v", got.Intents, want)
+	}
+	return got
 }

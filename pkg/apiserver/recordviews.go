@@ -203,6 +203,12 @@ func (v *recordViews) serveList(ctx context.Context, w http.ResponseWriter, req 
 	if err != nil {
 		return err
 	}
+	if !propagatedversion.SelectsViews(labelSel) {
+		// The stored records only (a controller's StoredOnly list): no
+		// federated object needs reading.
+		stored.copyTo(w)
+		return nil
+	}
 	var storedList unstructured.UnstructuredList
 	var table metav1.Table
 	var cont string

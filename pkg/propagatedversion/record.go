@@ -266,6 +266,23 @@ func Selected(views []unstructured.Unstructured, labelSel labels.Selector, field
 	return out
 }
 
+// SelectsViews reports whether a list with label selector sel can hold
+// views: not when sel requires the view label to be absent (StoredOnly)
+// or to hold another value, so such a list is answered from storage alone,
+// without reading any federated object.
+func SelectsViews(sel labels.Selector) bool {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return false
+	}
+	for _, r := range reqs {
+		if r.Key() == ViewLabel && !r.Matches(labels.Set{ViewLabel: ViewFromStatus}) {
+			return false
+		}
+	}
+	return true
+}
+
 // TableRow is view's row in a table of the given columns, as the API
 // server prints a custom resource without printer columns: its name and
 // its age; any other column is left empty. object is what the row

@@ -320,3 +320,40 @@ func TestSelectedAndTableRow(t *testing.T) {
 		})
 	}
 }
+
+func TestSelectsViews(t *testing.T) {
+	for _, tc := range []struct {
+		label string
+		want  bool
+	}{
+		{"", true},
+		{StoredOnly, false},
+		{ViewLabel, true},
+		{ViewLabel + "=" + ViewFromStatus, true},
+		{ViewLabel + "!=" + ViewFromStatus, false},
+		{ViewLabel + "=other", false},
+		{ViewLabel + " in (" + ViewFromStatus + ",other)", true},
+		{ViewLabel + " notin (other)", true},
+		{"app=web", true},
+		{"app=web," + StoredOnly, false},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			sel, err := labels.Parse(tc.label)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := SelectsViews(sel)
+			if got != tc.want {
+				t.Errorf("SelectsViews(%q) = %v, want %v", tc.label, got, tc.want)
+			}
+			// The shortcut never drops a view Selected would keep.
+			view := named("a", "configmap-x", true)
+			if !got && len(Selected([]unstructured.Unstructured{view}, sel, nil)) > 0 {
+				t.Errorf("SelectsViews(%q) = false, but Selected keeps a view", tc.label)
+			}
+		})
+	}
+	if SelectsViews(labels.Nothing()) {
+		t.Error("SelectsViews(Nothing) = true")
+	}
+}

@@ -22,7 +22,7 @@ import (
 // The race's size; environment variables shrink it for a quick look.
 var (
 	raceMembers   = envInt("CELLFED_BENCH_MEMBERS", 20)
-	raceObjects   = envInt("CELLFED_BENCH_OBJECTS", 2000)
+	raceObjects   = envInt("CELLFED_BENCH_OBJECTS", 1000)
 	raceLatencies = envInt("CELLFED_BENCH_LATENCY_SAMPLES", 100)
 	raceRuns      = envInt("CELLFED_BENCH_RUNS", 3)
 	// CELLFED_BENCH_SKIP_KUBEFED=1 runs cellfed-controller alone (its
@@ -168,21 +168,8 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	cpu0, mcpu0 := cpuTime(b, pid), membersCPU(b, members)
 	w := startWatchers(b, members, configMaps, ns, (*unstructured.Unstructured).GetName)
 	dyn := dynamic.NewForConfigOrDie(plane.RESTConfig(b))
-	// KubeFed propagates a namespaced object only to clusters its
-	// namespace's FederatedNamespace is placed on: place it on every cell
-	// (for both controllers, so the workload is the same) and wait for the
-	// namespace in every member.
-	k.MustRun(b, "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedNamespace\nmetadata: {name: "+ns+", namespace: "+ns+"}\n"+
-		"spec: {placement: "+framework.CellPlacement(cellNames(len(members))...)+", template: {}}\n", "apply", "-f", "-")
-	for i, m := range members {
-		c := m.Client(b)
-		if err := framework.Poll(context.Background(), 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
-			_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			return err == nil, nil
-		}); err != nil {
-			b.Fatalf("namespace %s not in member-%d: %v", ns, i, err)
-		}
-	}
+	// Both controllers get the same workload.
+	placeNamespace(b, k, members, ns)
 	scrape := func() controllerMetrics {
 		if metricsURL == "" {
 			return controllerMetrics{}

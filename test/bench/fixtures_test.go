@@ -4,14 +4,20 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fedtypes "github.com/cellfed/cellfed/pkg/apis/types"
+	"github.com/cellfed/cellfed/test/framework"
 )
 
 // objects is how many objects the plane benchmarks create.
@@ -68,6 +74,24 @@ func cellYAML(ns string, i int) string {
 // tenantNamespace is a tenant workspace (workspace prod), as kubectl input.
 func tenantNamespace(ns, tenant string) string {
 	return "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + ", labels: {cellfed.io/tenant: " + tenant + ", cellfed.io/workspace: prod}}\n"
+}
+
+// placeNamespace places namespace ns's FederatedNamespace on the cells of
+// every member (cell i on member i) and waits for the namespace in every
+// member: KubeFed propagates a namespaced object only to clusters its
+// namespace is placed on.
+func placeNamespace(b *testing.B, k framework.Kubectl, members []*framework.Server, ns string) {
+	k.MustRun(b, "apiVersion: types.kubefed.io/v1beta2\nkind: FederatedNamespace\nmetadata: {name: "+ns+", namespace: "+ns+"}\n"+
+		"spec: {placement: "+framework.CellPlacement(cellNames(len(members))...)+", template: {}}\n", "apply", "-f", "-")
+	for i, m := range members {
+		c := m.Client(b)
+		if err := framework.Poll(context.Background(), 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err == nil, nil
+		}); err != nil {
+			b.Fatalf("namespace %s not in member-%d: %v", ns, i, err)
+		}
+	}
 }
 
 // forEach calls f(0) … f(n-1) on eight goroutines and waits for them.

@@ -126,7 +126,6 @@ func New(t *Type, opts Options, env Env) *Controller {
 		env:     env,
 		objs:    objs,
 		records: newVersionStore(env.Plane, t, objs, env.Records),
-		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: t.Name}),
 
 		statusWrites: newWriteLimiter(objs, opts.StatusInterval),
 		settle:       newSettler(objs, opts.StatusInterval),
@@ -135,6 +134,14 @@ func New(t *Type, opts Options, env Env) *Controller {
 		propagating:  newSince(objs, propagatingMark),
 		reflowing:    newSince(objs, reflowingMark),
 	}
+	// Objects with work of their own first (pendingFirst).
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{
+		Name: t.Name,
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name:  t.Name,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: t.Name, Queue: newPendingFirst(c.hasOwnWork)}),
+		}),
+	})
 	registerMetrics()
 	c.informer = dynamicinformer.NewFilteredDynamicInformer(env.Plane, t.Stored, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
@@ -236,6 +243,17 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// hasOwnWork reports whether the object of key needs propagating for its
+// own sake (see hasOwnWork), from the cache.
+func (c *Controller) hasOwnWork(key string) bool {
+	obj, ok, err := c.informer.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return true
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return hasOwnWork(u)
 }
 
 // Informer is the controller's cache of the type's federated objects, in

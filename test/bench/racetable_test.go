@@ -247,6 +247,9 @@ func writeRaceTable(b *testing.B, kfs, cfs []raceResult, started time.Time) {
 	}
 	if last := cfs[len(cfs)-1]; last.cpuTop != "" || last.heapTop != "" {
 		fmt.Fprintf(&s, "\n## cellfed-controller profiles (last run)\n\nCPU over the convergence, top 10:\n\n```\n%s\n```\n\nHeap after the convergence (inuse_space), top 10:\n\n```\n%s\n```\n", last.cpuTop, last.heapTop)
+		if last.baseHeapTop != "" {
+			fmt.Fprintf(&s, "\nHeap with the members joined, before any object (inuse_space), top 10:\n\n```\n%s\n```\n", last.baseHeapTop)
+		}
 	}
 	fmt.Print("\n" + s.String())
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -376,10 +379,10 @@ func (p *cpuProfiler) finish(notes *[]string) string {
 	return pprofTop(merged, notes)
 }
 
-// heapProfile fetches the controller's heap profile into dir/heap.pb.gz
-// and returns its top 10; errors become notes.
-func heapProfile(url, dir string, notes *[]string) string {
-	f := filepath.Join(dir, "heap.pb.gz")
+// heapProfile fetches the controller's heap profile into dir/name and
+// returns its top 10; errors become notes.
+func heapProfile(url, dir, name string, notes *[]string) string {
+	f := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		*notes = append(*notes, fmt.Sprintf("heap profile: %v", err))
 		return ""

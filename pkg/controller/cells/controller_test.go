@@ -2,13 +2,16 @@ package cells
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
+	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 )
 
@@ -114,6 +117,39 @@ func TestMoveWindow(t *testing.T) {
 			got := window(moveCounts{onCell: tc.onCell, onMove: tc.onMove}, tc.batch, tc.paused, tc.stale)
 			if !got.Equal(tc.want) {
 				t.Errorf("window = %v, want %v", sets.List(got), sets.List(tc.want))
+			}
+		})
+	}
+}
+
+func TestCountWait(t *testing.T) {
+	now := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	ready := metav1.Condition{Type: corev1a1.CellReady, Status: metav1.ConditionTrue, Reason: "ClusterReady"}
+	status := func(objects *int32, conds ...metav1.Condition) corev1a1.CellStatus {
+		return corev1a1.CellStatus{KubeFedCluster: "shop.rz00", Objects: objects, Conditions: conds}
+	}
+	for _, tc := range []struct {
+		name      string
+		cur, next corev1a1.CellStatus
+		last      time.Time
+		want      time.Duration
+	}{
+		{"a count changed soon after the last write waits", status(ptr.To[int32](5), ready), status(ptr.To[int32](9), ready), now.Add(-5 * time.Second), 10 * time.Second},
+		{"a count changed long after the last write goes", status(ptr.To[int32](5), ready), status(ptr.To[int32](9), ready), now.Add(-time.Minute), 0},
+		{"the first count goes", status(nil, ready), status(ptr.To[int32](9), ready), time.Time{}, 0},
+		{"a first count soon after another write waits", status(nil, ready), status(ptr.To[int32](9), ready), now.Add(-time.Second), 14 * time.Second},
+		{"a count reaching 0 goes", status(ptr.To[int32](5), ready), status(ptr.To[int32](0), ready), now.Add(-time.Second), 0},
+		{"a condition change goes with the count", status(ptr.To[int32](5)), status(ptr.To[int32](9), ready), now.Add(-time.Second), 0},
+		{"no count change goes", status(ptr.To[int32](5)), status(ptr.To[int32](5), ready), now.Add(-time.Second), 0},
+		{"a move change goes", status(ptr.To[int32](5), ready), func() corev1a1.CellStatus {
+			s := status(ptr.To[int32](9), ready)
+			s.Move = &corev1a1.CellMoveStatus{To: "member-2"}
+			return s
+		}(), now.Add(-time.Second), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := countWait(tc.cur, tc.next, tc.last, now); got != tc.want {
+				t.Errorf("countWait = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
@@ -109,6 +110,28 @@ func TestTunnelEndpoint(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestExpiredOut(t *testing.T) {
+	notAfter := time.Date(2026, 11, 27, 8, 16, 7, 0, time.UTC)
+	unauthorized := apierrors.NewUnauthorized("certificate has expired")
+	for _, tc := range []struct {
+		name string
+		err  error
+		now  time.Time
+		want bool
+	}{
+		{"refused after expiry: stop", unauthorized, notAfter.Add(time.Second), true},
+		{"refused before expiry: retry", unauthorized, notAfter.Add(-time.Second), false},
+		{"other error after expiry: retry", apierrors.NewServiceUnavailable("plane starting"), notAfter.Add(time.Second), false},
+		{"no error", nil, notAfter.Add(time.Second), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := expiredOut(tc.err, notAfter, tc.now); got != tc.want {
+				t.Errorf("expiredOut = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -55,6 +55,13 @@ func Renew(ctx context.Context, o *AgentOptions, id *Identity) error {
 	}
 }
 
+// expiredOut reports whether the plane refused to authenticate the agent
+// (401) after its certificate's notAfter: the agent has no credential
+// left to renew with.
+func expiredOut(err error, notAfter, now time.Time) bool {
+	return apierrors.IsUnauthorized(err) && now.After(notAfter)
+}
+
 // errRevoked ends Renew: the registration was revoked or deleted.
 var errRevoked = errors.New("registration revoked")
 
@@ -64,6 +71,12 @@ func (o *AgentOptions) renewOnce(ctx context.Context, base *rest.Config, id *Ide
 		return err
 	}
 	u, err := regs.Get(ctx, o.ClusterName, metav1.GetOptions{})
+	if expiredOut(err, id.Leaf().NotAfter, time.Now()) {
+		// Revoked while the plane was out of reach, or out of reach for
+		// longer than the certificate lives: no retry can renew it.
+		return fmt.Errorf("%w: the certificate of the agent of cluster %s expired at %s before it was renewed, and the plane no longer lets the agent of cluster %s read its registration with it; the agent stops. Register again with a new bootstrap token once the old registration is deleted",
+			errRevoked, o.ClusterName, id.Leaf().NotAfter.UTC().Format(time.RFC3339), o.ClusterName)
+	}
 	if apierrors.IsForbidden(err) {
 		// The plane removes an agent's access to its registration when it
 		// is revoked, denied or deleted.

@@ -68,8 +68,8 @@ type Controller struct {
 	// stuckAfter, so it cannot stall the rest.
 	mu         sync.Mutex
 	admittedAt map[string]map[string]time.Time
-	// countWritten is when each cell's status was last written (guarded
-	// by mu), for countWait.
+	// countWritten is when each cell's object count was last written
+	// (guarded by mu), for countWait.
 	countWritten map[string]time.Time
 }
 
@@ -478,6 +478,7 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 		c.queue.AddAfter(key, wait)
 		return nil
 	}
+	old := cell.Status
 	cell = cell.DeepCopy()
 	cell.Status = st
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cell)
@@ -488,7 +489,7 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err == nil {
+	if err == nil && !ptr.Equal(old.Objects, st.Objects) {
 		c.mu.Lock()
 		c.countWritten[key] = time.Now()
 		c.mu.Unlock()
@@ -505,7 +506,8 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 const countInterval = 15 * time.Second
 
 // countWait is how long the write of next over cur must wait: 0 to write
-// now, else the time left of countInterval since the cell's last write.
+// now, else the time left of countInterval since the cell's count was
+// last written (lastWrite).
 func countWait(cur, next corev1a1.CellStatus, lastWrite, now time.Time) time.Duration {
 	if next.Objects == nil || *next.Objects == 0 || ptr.Equal(cur.Objects, next.Objects) {
 		return 0

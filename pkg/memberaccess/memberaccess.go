@@ -86,13 +86,18 @@ func Ensure(ctx context.Context, member kubernetes.Interface, g Grant, undo Undo
 
 	if _, err := member.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels}}
-		if _, err := member.CoreV1().ServiceAccounts(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		switch _, err := member.CoreV1().ServiceAccounts(ns).Create(ctx, obj, metav1.CreateOptions{}); {
+		case apierrors.IsAlreadyExists(err):
+			// The read was stale (a member answers reads from its cache):
+			// it exists and is not ours to undo.
+		case err != nil:
 			return 0, 0, wrap(err, fmt.Sprintf("creating ServiceAccount %s/%s%s", ns, sa, where))
+		default:
+			undo(fmt.Sprintf("ServiceAccount %s/%s%s", ns, sa, where), func(ctx context.Context) error {
+				return member.CoreV1().ServiceAccounts(ns).Delete(ctx, sa, metav1.DeleteOptions{})
+			})
+			created++
 		}
-		undo(fmt.Sprintf("ServiceAccount %s/%s%s", ns, sa, where), func(ctx context.Context) error {
-			return member.CoreV1().ServiceAccounts(ns).Delete(ctx, sa, metav1.DeleteOptions{})
-		})
-		created++
 	} else if err != nil {
 		return 0, 0, wrap(err, fmt.Sprintf("reading ServiceAccount %s/%s%s", ns, sa, where))
 	}

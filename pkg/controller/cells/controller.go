@@ -498,18 +498,19 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 }
 
 // countInterval is the least time between two status writes of a cell
-// that change only its object count, to a number other than 0: a release
-// of many objects costs each cell one write per interval (it cost 0.73
-// plane writes per object at 20 cells, one per cell every 2 s). A count
-// that reaches 0 (what a drain waits for) and every other change are
-// written at once.
+// that change only its object count from one number other than 0 to
+// another: a release of many objects costs each cell one write per
+// interval (it cost 0.73 plane writes per object at 20 cells, one per
+// cell every 2 s). A count that reaches or leaves 0 and every other
+// change are written at once: `cell delete --drain` deletes a cell whose
+// count is 0, so a stored 0 must never stand for objects placed since.
 const countInterval = 15 * time.Second
 
 // countWait is how long the write of next over cur must wait: 0 to write
 // now, else the time left of countInterval since the cell's count was
 // last written (lastWrite).
 func countWait(cur, next corev1a1.CellStatus, lastWrite, now time.Time) time.Duration {
-	if next.Objects == nil || *next.Objects == 0 || ptr.Equal(cur.Objects, next.Objects) {
+	if cur.Objects == nil || *cur.Objects == 0 || next.Objects == nil || *next.Objects == 0 || ptr.Equal(cur.Objects, next.Objects) {
 		return 0
 	}
 	same := cur

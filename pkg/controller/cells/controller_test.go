@@ -137,6 +137,7 @@ func TestCountWait(t *testing.T) {
 		{"a count changed soon after the last write waits", status(ptr.To[int32](5), ready), status(ptr.To[int32](9), ready), now.Add(-5 * time.Second), 10 * time.Second},
 		{"a count changed long after the last write goes", status(ptr.To[int32](5), ready), status(ptr.To[int32](9), ready), now.Add(-time.Minute), 0},
 		{"a first count goes whenever the cell was written", status(nil, ready), status(ptr.To[int32](9), ready), time.Time{}, 0},
+		{"a count leaving 0 goes: a drain deletes a cell counted 0", status(ptr.To[int32](0), ready), status(ptr.To[int32](2), ready), now.Add(-time.Second), 0},
 		{"a count reaching 0 goes", status(ptr.To[int32](5), ready), status(ptr.To[int32](0), ready), now.Add(-time.Second), 0},
 		{"a condition change goes with the count", status(ptr.To[int32](5)), status(ptr.To[int32](9), ready), now.Add(-time.Second), 0},
 		{"no count change goes", status(ptr.To[int32](5)), status(ptr.To[int32](5), ready), now.Add(-time.Second), 0},

@@ -19,6 +19,7 @@ REGISTRY ?= ghcr.io/cellfed
 IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed-webhook cellfed-proxy
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
+E2E_TIMEOUT ?= 45m
 
 .PHONY: all build kubectl kubefed run demo test test-unit bench scale soak fuzz mariadb postgres chromium board-screenshots fmt vet clean images lint
 
@@ -74,7 +75,7 @@ board-screenshots: build chromium
 # end-to-end tests with kubectl against real processes. images first: the
 # image test (hack/images) runs the tarballs it leaves in _output/images.
 test: build kubectl kubefed mariadb postgres chromium vet images
-	TEST_TIMEOUT=$(TEST_TIMEOUT) hack/test.sh ./...
+	TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test.sh ./...
 
 test-unit:
 	go test -race -count=1 ./pkg/...

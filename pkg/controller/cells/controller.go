@@ -510,7 +510,7 @@ const countInterval = 15 * time.Second
 // now, else the time left of countInterval since the cell's count was
 // last written (lastWrite).
 func countWait(cur, next corev1a1.CellStatus, lastWrite, now time.Time) time.Duration {
-	if cur.Objects == nil || *cur.Objects == 0 || next.Objects == nil || *next.Objects == 0 || ptr.Equal(cur.Objects, next.Objects) {
+	if ptr.Deref(cur.Objects, 0) == 0 || ptr.Deref(next.Objects, 0) == 0 || ptr.Equal(cur.Objects, next.Objects) {
 		return 0
 	}
 	same := cur

@@ -703,7 +703,7 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 	launched := map[int]string{} // intent → member
 	for i, it := range intents {
 		if it.Status != "" {
-			results[i] = result{status: it.Status, unknown: true, present: it.Verb == Remove || it.Verb == Release}
+			results[i] = knownOutcome(it)
 			continue
 		}
 		if busy.Has(it.Member) {
@@ -823,6 +823,14 @@ func (c *Controller) landed(ctx context.Context, key string, fed *unstructured.U
 	}
 	klog.FromContext(ctx).V(2).Info("A slow member answered", "type", c.typ.Name, "key", key, "member", it.Member, "status", r.status)
 	c.queue.Add(key)
+}
+
+// knownOutcome is the result of an intent whose outcome the plan already
+// knows (Status set): nothing was done, and the clusters may hold the
+// object where it was to be removed or released, or where the member
+// holds it (Holds).
+func knownOutcome(it Intent) result {
+	return result{status: it.Status, unknown: true, present: it.Verb == Remove || it.Verb == Release || it.Holds}
 }
 
 // nextRecord is the record after the intents: the version now on each

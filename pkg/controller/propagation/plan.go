@@ -133,6 +133,10 @@ type Intent struct {
 	// Report puts the clusters' statuses in the object's status:
 	// selected clusters always, others while something is pending.
 	Report bool
+	// Holds: a cluster left alone (Leave) whose member's cache holds the
+	// object; the record keeps it, recorded before or not (a held-back
+	// copy made by a controller killed before it wrote its record).
+	Holds bool
 }
 
 // Decision is a plan: the intents, one per member (plus one per
@@ -317,7 +321,7 @@ func Plan(in Input) (Decision, error) {
 					it.Status = StatusClusterNotReady
 				}
 			case !masked(in, writer):
-				it.Verb, it.Status = Leave, StatusHeldBack
+				it.Verb, it.Status, it.Holds = Leave, StatusHeldBack, g.holds
 			case !g.ready:
 				it.Status = StatusClusterNotReady
 			}

@@ -189,7 +189,7 @@ func TestPlan(t *testing.T) {
 			change: []func([]Candidate){holds("M2")},
 			want: []Intent{
 				{Verb: Ensure, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Report: true},
-				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Status: StatusHeldBack, Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Status: StatusHeldBack, Report: true, Holds: true},
 			},
 		},
 		{
@@ -380,6 +380,14 @@ func TestNextRecord(t *testing.T) {
 			want:    map[string]string{"m2": ""},
 		},
 		{
+			name: "a held-back cluster its member holds is recorded, recorded before or not",
+			intents: []Intent{
+				{Verb: Leave, Member: "M2", Clusters: []string{"shop.c"}, Writer: "shop.c", Status: StatusHeldBack, Holds: true},
+				{Verb: Leave, Member: "M3", Clusters: []string{"m3"}, Writer: "m3", Status: StatusHeldBack},
+			},
+			want: map[string]string{"m2": "", "shop.c": "", "m3": ""},
+		},
+		{
 			name:    "a misconfigured cluster stays recorded; a conflict records nothing",
 			intents: []Intent{{Verb: Leave, Clusters: []string{"m3"}, Status: StatusConfigMalformed}, {Verb: Leave, Member: "M1", Clusters: []string{"shop.b"}, Status: StatusPlacementConflict}},
 			results: []result{{status: StatusConfigMalformed, unknown: true}, {status: StatusPlacementConflict, unknown: true}},
@@ -388,7 +396,13 @@ func TestNextRecord(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := nextRecord(rec, w, in, tc.intents, tc.results)
+			results := tc.results
+			if results == nil { // outcomes the plan knows
+				for _, it := range tc.intents {
+					results = append(results, knownOutcome(it))
+				}
+			}
+			got := nextRecord(rec, w, in, tc.intents, results)
 			if got.templateVersion != "t2" || got.overridesVersion != "o" {
 				t.Errorf("versions = %q/%q, want t2/o", got.templateVersion, got.overridesVersion)
 			}
@@ -532,7 +546,7 @@ func TestPlanMoves(t *testing.T) {
 			mode:   cellv1alpha1.MoveCopy,
 			change: []func([]Candidate){holdsReady("M1", true)},
 			want: []Intent{
-				{Verb: Leave, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Status: StatusHeldBack, Report: true},
+				{Verb: Leave, Member: "M1", Clusters: []string{"shop.a"}, Writer: "shop.a", Status: StatusHeldBack, Report: true, Holds: true},
 				{Verb: Ensure, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", CopyFrom: "M1", Report: true},
 			},
 		},
@@ -543,7 +557,21 @@ func TestPlanMoves(t *testing.T) {
 			change: []func([]Candidate){holdsReady("M1", true), holdsReady("M2", true)},
 			want: []Intent{
 				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
-				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true, Holds: true},
+			},
+		},
+		{
+			// A controller killed after copying, before its record was
+			// written: the copy on the move cluster is what the member's
+			// cache shows, and it stays in the record (Holds) while the
+			// cell's own copy goes.
+			name:   "held back, the copy ready on the move cluster but not recorded: it is kept as recorded",
+			in:     Input{Namespace: "shop", Placement: onA, Recorded: sets.New("shop.a"), Mask: sets.New("shop.c")},
+			mode:   cellv1alpha1.MoveCopy,
+			change: []func([]Candidate){holdsReady("M1", true), holdsReady("M2", true)},
+			want: []Intent{
+				{Verb: Remove, Member: "M1", Clusters: []string{"shop.a"}},
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true, Holds: true},
 			},
 		},
 		{
@@ -552,7 +580,7 @@ func TestPlanMoves(t *testing.T) {
 			mode:   cellv1alpha1.MoveCopy,
 			change: []func([]Candidate){holdsReady("M2", true)},
 			want: []Intent{
-				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true},
+				{Verb: Leave, Member: "M2", Clusters: []string{move}, Writer: move, OverridesOf: "shop.a", Status: StatusHeldBack, Report: true, Holds: true},
 			},
 		},
 		{

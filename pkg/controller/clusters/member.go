@@ -39,9 +39,9 @@ type Member struct {
 	opts    Options
 	Dynamic dynamic.Interface
 	// Writes is Dynamic for creates and updates whose answer is read only
-	// for its metadata: the member answers them with a
-	// PartialObjectMetadata (metadata only), so neither side encodes or
-	// decodes the rest of the object.
+	// for the written object's version: the member answers them with a
+	// PartialObjectMetadata in protobuf, so neither side encodes or
+	// decodes the rest of the object (writes.go).
 	Writes    dynamic.Interface
 	rest      rest.Interface
 	discovery discovery.ServerVersionInterface
@@ -462,26 +462,8 @@ func dynamicClients(cfg *rest.Config) (dyn, writes dynamic.Interface, err error)
 	if dyn, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, nil, fmt.Errorf("member client: %w", err)
 	}
-	writes, err = dynamic.NewForConfigAndClient(cfg, &http.Client{
-		Transport: metadataAnswers{httpClient.Transport}, Timeout: httpClient.Timeout,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("member client: %w", err)
+	if writes, err = newWritesClient(cfg, dyn, httpClient); err != nil {
+		return nil, nil, err
 	}
 	return dyn, writes, nil
-}
-
-// metadataAcceptHeader asks for a PartialObjectMetadata instead of the
-// object, and the object from a server that cannot transform it.
-const metadataAcceptHeader = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-
-// metadataAnswers asks for metadata-only answers to creates and updates.
-type metadataAnswers struct{ next http.RoundTripper }
-
-func (t metadataAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPost || req.Method == http.MethodPut {
-		req = req.Clone(req.Context())
-		req.Header.Set("Accept", metadataAcceptHeader)
-	}
-	return t.next.RoundTrip(req)
 }

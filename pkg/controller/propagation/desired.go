@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,6 +50,17 @@ var ownAnnotations = []string{HashAnnotation, ManagedLabelsAnnotation, ManagedAn
 type desired struct {
 	obj  *unstructured.Unstructured
 	hash string
+	// json is obj's JSON encoding, made once for every member a create
+	// sends the same object to; nil: encoded per request.
+	json func() ([]byte, error)
+}
+
+// encoded is d.obj's JSON encoding, the body of a create.
+func (d desired) encoded() ([]byte, error) {
+	if d.json == nil {
+		return json.Marshal(d.obj.Object)
+	}
+	return d.json()
 }
 
 // build makes the member object for a cluster: the template named after
@@ -114,7 +126,7 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 	sum := hex.EncodeToString(h.Sum(nil))[:32]
 	ann[HashAnnotation] = sum
 	obj.SetAnnotations(ann)
-	return desired{obj: obj, hash: sum}, nil
+	return desired{obj: obj, hash: sum, json: sync.OnceValues(func() ([]byte, error) { return json.Marshal(obj.Object) })}, nil
 }
 
 // keyList is the sorted, comma-separated list of m's keys.

@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -466,6 +467,51 @@ func set(m map[string]any, v any, path ...string) {
 	if err := unstructured.SetNestedField(m, v, path...); err != nil {
 		panic(err)
 	}
+}
+
+// TestBuildEncoded: a built object's create body is its JSON, with the
+// hash annotation, encoded once however many members ask for it.
+func TestBuildEncoded(t *testing.T) {
+	d, err := build(deploymentType, fedObj("ns1", "web"), deployTemplate(), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := d.encoded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(first, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, roundTrip(t, d.obj.Object)) {
+		t.Errorf("body %s is not the object %v", first, d.obj.Object)
+	}
+	if ann, _, _ := unstructured.NestedString(back, "metadata", "annotations", HashAnnotation); ann != d.hash {
+		t.Errorf("body's hash annotation %q, want %q", ann, d.hash)
+	}
+	copied := d // desired is passed by value to each member's goroutine
+	again, err := copied.encoded()
+	if err != nil || &again[0] != &first[0] {
+		t.Errorf("a second create encoded the object again (%v)", err)
+	}
+	if plain, err := (desired{obj: d.obj}).encoded(); err != nil || string(plain) != string(first) {
+		t.Errorf("a desired without a shared encoding encodes %s, %v; want %s", plain, err, first)
+	}
+}
+
+// roundTrip is m as JSON decoding gives it back (numbers as float64).
+func roundTrip(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestBuildHash(t *testing.T) {

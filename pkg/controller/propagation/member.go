@@ -20,17 +20,17 @@ import (
 
 var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-func (c *Controller) memberResource(m *clusters.Member, namespace string) dynamic.ResourceInterface {
+func (c *Controller) memberResource(m *clusters.Member, namespace string) instrumented {
 	return c.resourceOf(m.Dynamic, m, namespace)
 }
 
 // memberWrites is memberResource for creates and updates: their answers
 // carry the member object's metadata only (objectVersion reads no more).
-func (c *Controller) memberWrites(m *clusters.Member, namespace string) dynamic.ResourceInterface {
+func (c *Controller) memberWrites(m *clusters.Member, namespace string) instrumented {
 	return c.resourceOf(m.Writes, m, namespace)
 }
 
-func (c *Controller) resourceOf(d dynamic.Interface, m *clusters.Member, namespace string) dynamic.ResourceInterface {
+func (c *Controller) resourceOf(d dynamic.Interface, m *clusters.Member, namespace string) instrumented {
 	if namespace == "" {
 		return instrumented{d.Resource(c.typ.Target), m.Key()}
 	}
@@ -173,12 +173,17 @@ func (c *Controller) create(ctx context.Context, fed *unstructured.Unstructured,
 	if err := m.Acquire(ctx); err != nil {
 		return result{status: StatusCreationTimedOut, unknown: true, err: err}
 	}
-	created, err := c.memberWrites(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
+	body, err := d.encoded()
+	if err != nil {
+		m.Release()
+		return result{status: StatusCreationFailed, err: fmt.Errorf("encoding the member object: %w", err)}
+	}
+	created, err := c.memberWrites(m, ns).CreateEncoded(ctx, d.obj, body, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) && ns != "" {
 		// The namespace is missing in the member: create it, marked as
 		// ours, and try again.
 		if err = c.createNamespace(ctx, m, ns); err == nil {
-			created, err = c.memberWrites(m, ns).Create(ctx, d.obj, metav1.CreateOptions{})
+			created, err = c.memberWrites(m, ns).CreateEncoded(ctx, d.obj, body, metav1.CreateOptions{})
 		}
 	}
 	m.Release()

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/cellfed/cellfed/pkg/controller/clusters"
 )
 
 // The controller's metrics, served on /metrics beside /healthz (the
@@ -162,6 +164,19 @@ func (r instrumented) observe(verb string, start time.Time, err error) {
 func (r instrumented) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
 	start := time.Now()
 	out, err := r.ResourceInterface.Create(ctx, obj, opts, sub...)
+	r.observe("create", start, err)
+	return out, err
+}
+
+// CreateEncoded creates obj from its encoding body, through the member's
+// clusters.EncodedCreator when it is one.
+func (r instrumented) CreateEncoded(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions) (*unstructured.Unstructured, error) {
+	ec, ok := r.ResourceInterface.(clusters.EncodedCreator)
+	if !ok {
+		return r.Create(ctx, obj, opts)
+	}
+	start := time.Now()
+	out, err := ec.CreateEncoded(ctx, obj, body, opts)
 	r.observe("create", start, err)
 	return out, err
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellfed/cellfed/test/framework"
 )
 
 // envInt is the positive integer in the environment variable name, else
@@ -58,13 +60,9 @@ func procStatusMiB(b *testing.B, pid int, field string) float64 {
 
 // cpuTime is a process's user+system CPU time from /proc.
 func cpuTime(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := framework.ProcessCPU(pid)
 	if err != nil {
-		b.Fatalf("reading CPU time: %v", err)
+		b.Fatal(err)
 	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	return d
 }

@@ -315,3 +315,25 @@ func exitedError(p *Process) error {
 	}
 	return fmt.Errorf("%w (%v); last log lines:\n%s", errExited, err, strings.TrimSpace(p.Tail(15)))
 }
+
+// ProcessCPU is a process's user+system CPU time, from /proc.
+func ProcessCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("process %d: short /proc stat %q", pid, raw)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime
+		var n int64
+		if _, err := fmt.Sscan(s, &n); err != nil {
+			return 0, fmt.Errorf("process %d: /proc stat field %q: %w", pid, s, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil // USER_HZ = 100
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,16 +118,13 @@ func BenchmarkMemberCreate(b *testing.B) {
 	}
 }
 
-// processCPU is a process's user+system CPU time from /proc.
+// processCPU is a process's user+system CPU time.
 func processCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := framework.ProcessCPU(pid)
 	if err != nil {
-		b.Fatalf("reading CPU time: %v", err)
+		b.Fatal(err)
 	}
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	return d
 }
 
 // selfCPU is this process's user+system CPU time.

@@ -47,38 +47,39 @@ func newWritesClient(cfg *rest.Config, dyn dynamic.Interface, httpClient *http.C
 }
 
 func (c writesClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return writesResource{NamespaceableResourceInterface: c.Interface.Resource(gvr), w: writer{meta: c.meta, gvr: gvr}}
+	all := c.Interface.Resource(gvr)
+	return writesResource{writes: writes{ResourceInterface: all, w: writer{meta: c.meta, gvr: gvr}}, all: all}
 }
 
+// writesResource is a resource's writes client, cluster-wide or, through
+// Namespace, in one namespace.
 type writesResource struct {
-	dynamic.NamespaceableResourceInterface
-	w writer
+	writes
+	all dynamic.NamespaceableResourceInterface
 }
 
 func (r writesResource) Namespace(ns string) dynamic.ResourceInterface {
 	w := r.w
 	w.namespace = ns
-	return namespacedWrites{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), w: w}
+	return writes{ResourceInterface: r.all.Namespace(ns), w: w}
 }
 
-func (r writesResource) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
-	return r.w.create(ctx, obj, opts, sub)
-}
-
-func (r writesResource) Update(ctx context.Context, obj *unstructured.Unstructured, opts metav1.UpdateOptions, sub ...string) (*unstructured.Unstructured, error) {
-	return r.w.update(ctx, obj, opts, sub)
-}
-
-type namespacedWrites struct {
+// writes is the dynamic client of one resource in one scope, its creates
+// and updates sent by w.
+type writes struct {
 	dynamic.ResourceInterface
 	w writer
 }
 
-func (r namespacedWrites) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
-	return r.w.create(ctx, obj, opts, sub)
+func (r writes) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s: %w", r.w.gvr.Resource, obj.GetName(), err)
+	}
+	return r.w.create(ctx, obj, body, opts, sub)
 }
 
-func (r namespacedWrites) Update(ctx context.Context, obj *unstructured.Unstructured, opts metav1.UpdateOptions, sub ...string) (*unstructured.Unstructured, error) {
+func (r writes) Update(ctx context.Context, obj *unstructured.Unstructured, opts metav1.UpdateOptions, sub ...string) (*unstructured.Unstructured, error) {
 	return r.w.update(ctx, obj, opts, sub)
 }
 
@@ -89,12 +90,8 @@ type EncodedCreator interface {
 	CreateEncoded(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions) (*unstructured.Unstructured, error)
 }
 
-func (r writesResource) CreateEncoded(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions) (*unstructured.Unstructured, error) {
-	return r.w.createEncoded(ctx, obj, body, opts, nil)
-}
-
-func (r namespacedWrites) CreateEncoded(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions) (*unstructured.Unstructured, error) {
-	return r.w.createEncoded(ctx, obj, body, opts, nil)
+func (r writes) CreateEncoded(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions) (*unstructured.Unstructured, error) {
+	return r.w.create(ctx, obj, body, opts, nil)
 }
 
 // writer sends creates and updates of one resource in one namespace.
@@ -120,15 +117,7 @@ func (w writer) path(name string, sub []string) []string {
 	return append(p, sub...)
 }
 
-func (w writer) create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub []string) (*unstructured.Unstructured, error) {
-	body, err := obj.MarshalJSON()
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s: %w", w.gvr.Resource, obj.GetName(), err)
-	}
-	return w.createEncoded(ctx, obj, body, opts, sub)
-}
-
-func (w writer) createEncoded(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions, sub []string) (*unstructured.Unstructured, error) {
+func (w writer) create(ctx context.Context, obj *unstructured.Unstructured, body []byte, opts metav1.CreateOptions, sub []string) (*unstructured.Unstructured, error) {
 	name := ""
 	if len(sub) > 0 {
 		name = obj.GetName()
@@ -136,10 +125,8 @@ func (w writer) createEncoded(ctx context.Context, obj *unstructured.Unstructure
 			return nil, fmt.Errorf("creating a subresource needs the object's name")
 		}
 	}
-	return writtenMeta(obj, w.meta.Post().AbsPath(w.path(name, sub)...).
-		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
-		SetHeader("Content-Type", "application/json").SetHeader("Accept", metadataAccept).
-		Body(body).Do(ctx))
+	return w.send(ctx, w.meta.Post().AbsPath(w.path(name, sub)...).
+		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion), obj, body)
 }
 
 func (w writer) update(ctx context.Context, obj *unstructured.Unstructured, opts metav1.UpdateOptions, sub []string) (*unstructured.Unstructured, error) {
@@ -150,10 +137,13 @@ func (w writer) update(ctx context.Context, obj *unstructured.Unstructured, opts
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s: %w", w.gvr.Resource, obj.GetName(), err)
 	}
-	return writtenMeta(obj, w.meta.Put().AbsPath(w.path(obj.GetName(), sub)...).
-		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
-		SetHeader("Content-Type", "application/json").SetHeader("Accept", metadataAccept).
-		Body(body).Do(ctx))
+	return w.send(ctx, w.meta.Put().AbsPath(w.path(obj.GetName(), sub)...).
+		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion), obj, body)
+}
+
+// send sends obj's JSON body with req, asking for its metadata back.
+func (w writer) send(ctx context.Context, req *rest.Request, obj *unstructured.Unstructured, body []byte) (*unstructured.Unstructured, error) {
+	return writtenMeta(obj, req.SetHeader("Content-Type", "application/json").SetHeader("Accept", metadataAccept).Body(body).Do(ctx))
 }
 
 // writtenMeta reads a write's answer: the written object's identity and

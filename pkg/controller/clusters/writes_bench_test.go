@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -103,7 +103,7 @@ func BenchmarkMemberCreate(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			memberBefore, selfBefore := processCPU(b, member.Pid()), selfCPU(b)
+			memberBefore, selfBefore := processCPU(b, member.Pid()), processCPU(b, os.Getpid())
 			b.ResetTimer()
 			for i := range b.N {
 				if err := tc.create(objs[i], bodies[i]); err != nil {
@@ -111,7 +111,7 @@ func BenchmarkMemberCreate(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			memberCPU, self := processCPU(b, member.Pid())-memberBefore, selfCPU(b)-selfBefore
+			memberCPU, self := processCPU(b, member.Pid())-memberBefore, processCPU(b, os.Getpid())-selfBefore
 			b.ReportMetric(float64(memberCPU.Microseconds())/float64(b.N), "member-cpu-µs/op")
 			b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-cpu-µs/op")
 		})
@@ -125,13 +125,4 @@ func processCPU(b *testing.B, pid int) time.Duration {
 		b.Fatal(err)
 	}
 	return d
-}
-
-// selfCPU is this process's user+system CPU time.
-func selfCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/k3s-io/kine/pkg/server"
 )
 
-func TestCreatedAt(t *testing.T) {
+func TestIsCreateOf(t *testing.T) {
 	mine := []byte("mine")
 	for _, tt := range []struct {
 		name string
@@ -15,13 +15,12 @@ func TestCreatedAt(t *testing.T) {
 	}{
 		{"the create's row", &server.KeyValue{ModRevision: 7, CreateRevision: 7, Value: mine}, true},
 		{"no row: kine acknowledged a failed insert", nil, false},
-		{"an older row of the key", &server.KeyValue{ModRevision: 5, CreateRevision: 5, Value: mine}, false},
 		{"an update, not a create", &server.KeyValue{ModRevision: 7, CreateRevision: 4, Value: mine}, false},
 		{"another writer's value", &server.KeyValue{ModRevision: 7, CreateRevision: 7, Value: []byte("theirs")}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := createdAt(tt.kv, 7, mine); got != tt.want {
-				t.Errorf("createdAt = %v, want %v", got, tt.want)
+			if got := isCreateOf(tt.kv, mine); got != tt.want {
+				t.Errorf("isCreateOf = %v, want %v", got, tt.want)
 			}
 		})
 	}

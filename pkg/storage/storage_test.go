@@ -934,3 +934,86 @@ func TestCreateThatWasNotStoredIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestRecreateWhileOthersWrite deletes and creates keys again while other
+// writers keep the revision moving, as the API server does when a client
+// deletes an object and creates it anew (cellfedctl join after unjoin).
+// kine v0.17.5 stores such a create but reports its current revision, not
+// the row's; the plane must answer with the row's revision and never
+// refuse a create it stored.
+func TestRecreateWhileOthersWrite(t *testing.T) {
+	for name, options := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			c := startKine(t, options(t))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			prefix := fmt.Sprintf("/registry/recreate-%d/", rand.Int())
+
+			stop := make(chan struct{})
+			var churn sync.WaitGroup
+			for w := range 3 {
+				churn.Add(1)
+				go func() {
+					defer churn.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						key := fmt.Sprintf("%schurn-%d-%d", prefix, w, i)
+						if _, err := createTxn(ctx, c, key, "v"); err != nil && ctx.Err() == nil {
+							t.Errorf("create %s: %v", key, err)
+							return
+						}
+					}
+				}()
+			}
+			defer func() { close(stop); churn.Wait() }()
+
+			var wg sync.WaitGroup
+			for w := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					key := fmt.Sprintf("%sagain-%d", prefix, w)
+					for i := range 40 {
+						value := fmt.Sprintf("life %d", i)
+						rev, err := createTxn(ctx, c, key, value)
+						if err != nil {
+							t.Errorf("create %d of %s: %v", i, key, err)
+							return
+						}
+						got, err := c.Get(ctx, key)
+						if err != nil {
+							t.Errorf("get %s: %v", key, err)
+							return
+						}
+						if len(got.Kvs) != 1 || string(got.Kvs[0].Value) != value || got.Kvs[0].ModRevision != rev || got.Kvs[0].CreateRevision != rev {
+							t.Errorf("create %d of %s answered revision %d; stored %v", i, key, rev, got.Kvs)
+							return
+						}
+						if _, err := casTxn(ctx, c, key, rev, clientv3.OpDelete(key)); err != nil {
+							t.Errorf("delete %d of %s: %v", i, key, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// createTxn is the API server's create: put if the key does not exist,
+// nothing on failure.
+func createTxn(ctx context.Context, c *clientv3.Client, key, value string) (int64, error) {
+	resp, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).Then(clientv3.OpPut(key, value)).Commit()
+	if err != nil {
+		return 0, err
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%s already exists", key)
+	}
+	return resp.Header.Revision, nil
+}

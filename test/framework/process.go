@@ -9,13 +9,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -265,15 +268,60 @@ func (p *Process) Tail(n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago, for a
+// process the test starts to listen on. It is taken below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range), which outgoing
+// connections and ":0" listeners draw from: a port of that range can be
+// handed to another connection between this probe and the process's
+// bind (TestTunnelAcrossReplicas failed so: "bind: address already in
+// use"). Calls move on from a random start, so parallel tests, and the
+// test binaries of other packages, rarely probe the same port.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+	lo, hi := portRange()
+	if hi-lo < 1000 {
+		// No room below the ephemeral range: the kernel's choice.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range hi - lo {
+		p := lo + int(nextPort.Add(1)%int64(hi-lo))
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
+	}
+	t.Fatalf("finding a free port: none in %d-%d", lo, hi-1)
+	return 0
+}
+
+// nextPort counts FreePort's probes from a random start.
+var nextPort = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(rand.Int64N(1 << 30))
+	return &n
+}()
+
+// portRange is where FreePort looks: from 10000 up to the first port of
+// the kernel's ephemeral range (32768 when it cannot be read).
+func portRange() (lo, hi int) {
+	lo, hi = 10000, 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	if f := strings.Fields(string(b)); len(f) == 2 {
+		if first, err := strconv.Atoi(f[0]); err == nil {
+			hi = first
+		}
+	}
+	return lo, hi
 }
 
 // Poll calls cond every interval until it returns true or timeout passes.

@@ -1006,7 +1006,8 @@ func TestRecreateWhileOthersWrite(t *testing.T) {
 }
 
 // createTxn is the API server's create: put if the key does not exist,
-// nothing on failure.
+// nothing on failure. casTxn at revision 0 is not one: kine takes a
+// transaction with a read on failure for an update.
 func createTxn(ctx context.Context, c *clientv3.Client, key, value string) (int64, error) {
 	resp, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).Then(clientv3.OpPut(key, value)).Commit()
 	if err != nil {

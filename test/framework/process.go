@@ -301,16 +301,14 @@ func FreePort(t testing.TB) int {
 	return 0
 }
 
-// nextPort counts FreePort's probes from a random start.
-var nextPort = func() *atomic.Int64 {
-	var n atomic.Int64
-	n.Store(rand.Int64N(1 << 30))
-	return &n
-}()
+// nextPort counts FreePort's probes on from a random start.
+var nextPort atomic.Int64
+
+func init() { nextPort.Store(rand.Int64N(1 << 30)) }
 
 // portRange is where FreePort looks: from 10000 up to the first port of
-// the kernel's ephemeral range (32768 when it cannot be read).
-func portRange() (lo, hi int) {
+// the kernel's ephemeral range (32768 when it cannot be read), read once.
+var portRange = sync.OnceValues(func() (lo, hi int) {
 	lo, hi = 10000, 32768
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
@@ -322,7 +320,7 @@ func portRange() (lo, hi int) {
 		}
 	}
 	return lo, hi
-}
+})
 
 // Poll calls cond every interval until it returns true or timeout passes.
 // Condition errors are retried (the last one is reported on timeout),

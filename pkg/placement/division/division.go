@@ -21,6 +21,12 @@
 // and after every restart, while different objects spread their extras
 // over different cells instead of all on the first name.
 //
+// Divide computes that outcome without handing replicas out one at a
+// time: proportional shares by a threshold, then the last few replicas
+// in the order above (handout.go), in O(cells log cells) whatever the
+// replicas, with 64-bit (and 128-bit for comparisons) arithmetic, so
+// MaxInt32 replicas or weights cost what 10 do.
+//
 // Because the division of n+1 replicas is the division of n plus one more
 // step of the same sequence, scaling up by one adds one replica to
 // exactly one cell and never removes one from any cell; scaling down by
@@ -180,7 +186,7 @@ func Divide(in Input) (Result, error) {
 		return out, nil
 	}
 
-	left := in.Replicas
+	left := int64(in.Replicas)
 	anyHealthy := false
 	for _, c := range cells {
 		if c.Override == nil && !c.Failing {
@@ -193,63 +199,30 @@ func Divide(in Input) (Result, error) {
 		switch {
 		case c.Override != nil:
 			a.Target, a.Reason = *c.Override, ReasonOverride
-			left -= *c.Override
+			left -= int64(*c.Override)
 			continue
 		case in.Failover && c.Failing && anyHealthy:
 			a.Reason = ReasonFailover
 			continue
 		}
-		s := &seat{i: i, weight: int64(c.Weight), min: c.MinReplicas, max: -1, tie: tieBreak(in.Key, c.Name), name: c.Name}
-		if c.MaxReplicas != nil {
-			s.max = *c.MaxReplicas
-		}
-		if in.Dynamic && c.Available != nil && *c.Available < c.Current {
-			if s.max < 0 || *c.Available < s.max {
-				s.max, s.capped = *c.Available, true
-			}
-		}
-		seats = append(seats, s)
+		s := newSeat(in, i, c)
+		seats = append(seats, &s)
 	}
+	var unplaced int64
 	if left < 0 {
-		out.Unplaced = left
+		unplaced = left
 		left = 0
 	}
-	var full []*seat
-	for ; left > 0; left-- {
-		best := (*seat)(nil)
-		full = full[:0]
-		for _, s := range seats {
-			if s.max >= 0 && s.n >= s.max {
-				full = append(full, s)
-				continue
-			}
-			if s.weight == 0 && s.n >= s.min {
-				continue // weight 0: its minimum only
-			}
-			if best == nil || s.before(best) {
-				best = s
-			}
-		}
-		// A cell at its cap that would have won this replica is held
-		// below its weighted share by the cap: say so.
-		for _, s := range full {
-			if best == nil || s.before(best) {
-				s.blocked = true
-			}
-		}
-		if best == nil {
-			break
-		}
-		best.n++
-	}
-	out.Unplaced += left
-	for _, s := range seats {
+	handed := handOut(seats, left)
+	out.Unplaced = clampInt32(unplaced + left - handed)
+	blocked := blockedSeats(seats, left, handed)
+	for k, s := range seats {
 		a := &out.Cells[s.i]
-		a.Target = s.n
+		a.Target = int32(s.n) // s.n <= in.Replicas
 		switch {
-		case s.blocked && s.capped:
+		case blocked[k] && s.capped:
 			a.Reason = ReasonCapacity
-		case s.blocked:
+		case blocked[k]:
 			a.Reason = ReasonMax
 		}
 	}
@@ -263,18 +236,29 @@ func Divide(in Input) (Result, error) {
 	return out, nil
 }
 
-// seat is a cell taking part in the sequential hand-out.
+// seat is a cell taking part in the hand-out.
 type seat struct {
 	i      int
 	name   string
 	weight int64
-	min    int32
-	max    int32 // -1: none
+	min    int64
+	max    int64 // -1: none
 	capped bool  // max comes from reported capacity
 	tie    uint32
-	n      int32
-	// blocked: the cap kept a replica the weights would have given it.
-	blocked bool
+	n      int64
+}
+
+func newSeat(in Input, i int, c Cell) seat {
+	s := seat{i: i, weight: int64(c.Weight), min: int64(c.MinReplicas), max: -1, tie: tieBreak(in.Key, c.Name), name: c.Name}
+	if c.MaxReplicas != nil {
+		s.max = int64(*c.MaxReplicas)
+	}
+	if in.Dynamic && c.Available != nil && *c.Available < c.Current {
+		if s.max < 0 || int64(*c.Available) < s.max {
+			s.max, s.capped = int64(*c.Available), true
+		}
+	}
+	return s
 }
 
 // before says whether s gets the next replica rather than o: a cell below
@@ -286,10 +270,8 @@ func (s *seat) before(o *seat) bool {
 		return sm
 	}
 	// s.weight/(2 s.n+1) vs o.weight/(2 o.n+1), without division.
-	l := s.weight * (2*int64(o.n) + 1)
-	r := o.weight * (2*int64(s.n) + 1)
-	if l != r {
-		return l > r
+	if c := compareShares(s.weight, s.n, o.weight, o.n); c != 0 {
+		return c > 0
 	}
 	if s.tie != o.tie {
 		return s.tie < o.tie

@@ -15,8 +15,11 @@ const ReplicasPathField = "replicasPath"
 // StatefulSet, ReplicaSet) and of most custom ones.
 const DefaultReplicasPath = "/spec/replicas"
 
-// ValidateReplicasPath checks a replicas path: a JSON pointer to a field
-// below spec (no "~" escapes, no empty segment).
+// ValidateReplicasPath checks a replicas path: a normalised JSON pointer
+// to a field below spec (no "~" escapes, no empty, "." or ".." segment,
+// no trailing "/"). Whether the field holds an integer is the target
+// type's schema's to say (admission checks it where the plane knows the
+// schema).
 func ValidateReplicasPath(p string) error {
 	segs, err := ReplicasPathSegments(p)
 	if err != nil {
@@ -28,15 +31,19 @@ func ValidateReplicasPath(p string) error {
 	return nil
 }
 
-// ReplicasPathSegments splits a replicas path into field names.
+// ReplicasPathSegments splits a replicas path into field names, refusing
+// one that is not normalised.
 func ReplicasPathSegments(p string) ([]string, error) {
 	if !strings.HasPrefix(p, "/") {
 		return nil, fmt.Errorf("%q is not a JSON pointer; write it like /spec/replicas", p)
 	}
 	segs := strings.Split(p[1:], "/")
 	for _, s := range segs {
-		if s == "" || strings.Contains(s, "~") {
-			return nil, fmt.Errorf("%q has an empty or escaped segment; write plain field names, like /spec/replicas", p)
+		switch {
+		case s == "" || strings.Contains(s, "~"):
+			return nil, fmt.Errorf("%q has an empty or escaped segment (\"//\", a trailing \"/\" or \"~\"); write plain field names, like /spec/replicas", p)
+		case s == "." || s == "..":
+			return nil, fmt.Errorf("%q is not normalised: a JSON pointer has no %q segments; name the field directly, like /spec/replicas", p, s)
 		}
 	}
 	return segs, nil

@@ -47,6 +47,10 @@ func (a *Admitter) Mutate(r Request) error {
 		return nil
 	}
 	if r.isFederated() {
+		// Before the CRD's schema, which names no field for these.
+		if errs := divisionRangeErrors(r.Object.Object); len(errs) > 0 {
+			return toStatus(r, errs)
+		}
 		pinPhysicalSelector(r.Object.Object)
 		if r.Operation == Update && r.OldObject != nil && conversion.StashChanged(r.OldObject.Object, r.Object.Object) {
 			// A mask moved through the v1beta1 stash is a spec change:
@@ -117,7 +121,9 @@ func (a *Admitter) Validate(r Request) error {
 	var err error
 	switch {
 	case r.isFederated():
-		errs, err = a.validateFederated(r)
+		if errs = policyOwnedErrors(r); len(errs) == 0 {
+			errs, err = a.validateFederated(r)
+		}
 	case r.isCell():
 		errs, err = a.validateCell(r)
 	case r.isCluster():
@@ -126,9 +132,15 @@ func (a *Admitter) Validate(r Request) error {
 			errs, err = a.validateDedication(r)
 		}
 	case r.isNamespace():
-		errs, err = a.validateNamespaceTenancy(r)
+		errs = validateNamespacePodSecurity(r)
+		if len(errs) == 0 {
+			errs, err = a.validateNamespaceTenancy(r)
+		}
 	case r.isTypeConfig():
 		errs = validateTypeConfig(r)
+		if len(errs) == 0 {
+			errs, err = a.validateReplicasPathSchema(r)
+		}
 	case r.isKubeFedConfig():
 		errs = validateKubeFedConfig(r)
 	default:

@@ -92,7 +92,7 @@ func (f *fakeLookup) CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error
 	var out []*cellv1alpha1.Cell
 	for _, cells := range f.cells {
 		for _, c := range cells {
-			if c.Spec.Cluster == cluster {
+			if c.Spec.Cluster == cluster || (c.Spec.Move != nil && c.Spec.Move.To == cluster) {
 				out = append(out, c.DeepCopy())
 			}
 		}
@@ -1782,7 +1782,7 @@ propagation: Enabled
 `)},
 		{name: "bad annotation propagation patterns", obj: typeConfig("deployments.apps", goodTypeConfig+`propagatingAnnotations: ["Bad Key/*", "", "example.com/x", "example.com/x"]
 `), want: invalid, msgs: []string{"spec.propagatingAnnotations[0]", "not an annotation key pattern", "spec.propagatingAnnotations[1]", "matches nothing", "spec.propagatingAnnotations[3]: Duplicate"}},
-		{name: "a replicas path", obj: typeConfig("deployments.apps", goodTypeConfig+`replicasPath: /spec/workers/count
+		{name: "a replicas path", obj: typeConfig("deployments.apps", goodTypeConfig+`replicasPath: /spec/replicas
 `)},
 		{name: "a replicas path that is not a JSON pointer", obj: typeConfig("deployments.apps", goodTypeConfig+`replicasPath: spec.replicas
 `), want: invalid, msgs: []string{"spec.replicasPath", "not a JSON pointer", "/spec/replicas"}},

@@ -71,7 +71,8 @@ func (a *Admitter) validateCell(r Request) (field.ErrorList, error) {
 }
 
 // validateDedication refuses to dedicate a physical cluster to a tenant
-// (label cellfed.io/tenant) while other tenants' Cells use it.
+// (label cellfed.io/tenant) while other tenants' Cells use it: are on it
+// (spec.cluster) or moving to it (spec.move.to).
 func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
 	owner := tenancy.TenantOf(r.Object.GetLabels())
 	if owner == "" || strings.Contains(r.Name, ".") {
@@ -85,6 +86,7 @@ func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
 		return nil, fmt.Errorf("listing the cells of cluster %s: %w", r.Name, err)
 	}
 	var others []string
+	moving := false
 	for _, c := range cells {
 		ns, err := a.Lookup.Namespace(c.Namespace)
 		if err != nil {
@@ -94,16 +96,25 @@ func (a *Admitter) validateDedication(r Request) (field.ErrorList, error) {
 		if ns != nil {
 			t = tenancy.TenantOf(ns.Labels)
 		}
-		if t != owner {
+		switch {
+		case t == owner:
+		case c.Spec.Cluster == r.Name:
 			others = append(others, fmt.Sprintf("%s/%s (tenant %q)", c.Namespace, c.Name, t))
+		default:
+			moving = true
+			others = append(others, fmt.Sprintf("%s/%s (tenant %q, moving to it)", c.Namespace, c.Name, t))
 		}
 	}
 	if len(others) == 0 {
 		return nil, nil
 	}
 	sort.Strings(others)
+	fix := "move or delete those cells first"
+	if moving {
+		fix += ", and undo the moves to it (cellfedctl cell move <cell> -n <namespace> --undo)"
+	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(cellv1alpha1.LabelTenant),
-		fmt.Sprintf("cluster %s cannot be dedicated to tenant %q: other tenants' cells use it: %s; move or delete those cells first", r.Name, owner, strings.Join(others, ", ")))}, nil
+		fmt.Sprintf("cluster %s cannot be dedicated to tenant %q: other tenants' cells use it: %s; %s", r.Name, owner, strings.Join(others, ", "), fix))}, nil
 }
 
 // validateNamespaceTenancy refuses to change or remove a namespace's

@@ -37,6 +37,7 @@ func validateDivision(spec typesv1beta2.Spec, path *field.Path) field.ErrorList 
 	if d.FailoverAfterSeconds != nil && *d.FailoverAfterSeconds < 0 {
 		errs = append(errs, field.Invalid(path.Child("failoverAfterSeconds"), *d.FailoverAfterSeconds, "must not be negative; give the seconds a cell's replicas may stay unready before failover moves them, or leave it out (300)"))
 	}
+	errs = append(errs, divisionLimitErrors(d, path)...)
 	var placed sets.Set[string]
 	if spec.Placement.Topologies != nil {
 		placed = sets.New[string]()

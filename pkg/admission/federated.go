@@ -64,6 +64,11 @@ func (a *Admitter) validateFederated(r Request) (field.ErrorList, error) {
 		return nil, err
 	}
 	errs = append(errs, tErrs...)
+	pErrs, err := a.validatePlatformLabels(r, p.overrides)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, pErrs...)
 	if len(errs) > 0 {
 		return errs, nil
 	}
@@ -556,7 +561,11 @@ func (a *Admitter) validateTemplate(r Request) (field.ErrorList, error) {
 	if av, ok := tmpl["apiVersion"].(string); ok && av != want {
 		errs = append(errs, field.Invalid(path.Child("apiVersion"), av, fmt.Sprintf("a %s propagates %s: set apiVersion %q or leave it out", r.Kind.Kind, want, want)))
 	}
-	return errs, nil
+	replicasPath, err := a.replicasPathOf(r.Kind.Kind)
+	if err != nil {
+		return nil, err
+	}
+	return append(errs, dividedReplicasErrors(r, t, replicasPath)...), nil
 }
 
 // MaxSpecBytes bounds a federated object's spec (template and overrides)

@@ -173,7 +173,7 @@ func (i *Informers) CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error)
 		if err != nil {
 			return nil, err
 		}
-		if c.Spec.Cluster == cluster {
+		if c.Spec.Cluster == cluster || (c.Spec.Move != nil && c.Spec.Move.To == cluster) {
 			out = append(out, c)
 		}
 	}

@@ -21,7 +21,7 @@ type Lookup interface {
 	// when it does not exist.
 	ClusterLabels(name string) (labels map[string]string, ok bool, err error)
 	// CellsOnCluster lists the Cells of every namespace hosted by a
-	// physical cluster.
+	// physical cluster, or moving to it (spec.move.to).
 	CellsOnCluster(cluster string) ([]*cellv1alpha1.Cell, error)
 	// FederatedObjects names (kind/name) up to limit federated objects in
 	// namespace, of every enabled type.

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -33,6 +34,9 @@ const syncWait = 10 * time.Second
 type Shared struct {
 	FederationNamespace string
 	Informers           *Informers
+	// PlaneAddresses are the plane's own serving addresses (host:port),
+	// which no registration may give as its member's endpoint.
+	PlaneAddresses []string
 }
 
 // Register adds the plugin to plugins.
@@ -130,13 +134,14 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 		return Request{}, false, nil
 	}
 	if a.GetKind().GroupKind() == namespaceKind {
-		// Only tenancy labels of a namespace have rules; the plane's own
+		// Only tenancy labels of a namespace and its Pod Security level
+		// have rules; the plane's own
 		// namespaces are created (without them) before the caches load.
 		var oldLabels map[string]string
 		if hasOld {
 			oldLabels = old.GetLabels()
 		}
-		if !tenancy.Changed(oldLabels, obj.GetLabels()) {
+		if !tenancy.Changed(oldLabels, obj.GetLabels()) && oldLabels[tenancy.LabelPodSecurity] == obj.GetLabels()[tenancy.LabelPodSecurity] {
 			return Request{}, false, nil
 		}
 	}
@@ -159,6 +164,10 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 	if hasOld {
 		r.OldObject = old
 	}
+	if u := a.GetUserInfo(); u != nil {
+		r.User, r.Groups = u.GetName(), u.GetGroups()
+	}
+	r.FieldManager = fieldManagerOf(a.GetOperationOptions())
 	return r, true, nil
 }
 
@@ -183,4 +192,17 @@ func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, bool) {
 	u.SetAnnotations(m.GetAnnotations())
 	u.SetDeletionTimestamp(m.GetDeletionTimestamp())
 	return u, true
+}
+
+// fieldManagerOf is the field manager a request's options name.
+func fieldManagerOf(opts runtime.Object) string {
+	switch o := opts.(type) {
+	case *metav1.CreateOptions:
+		return o.FieldManager
+	case *metav1.UpdateOptions:
+		return o.FieldManager
+	case *metav1.PatchOptions:
+		return o.FieldManager
+	}
+	return ""
 }

@@ -253,12 +253,13 @@ func (p *registrationPlugin) Validate(ctx context.Context, a admission.Attribute
 		groups = u.GetGroups()
 	}
 	if err := ValidateRegistration(RegistrationRequest{
-		Operation:   Operation(a.GetOperation()),
-		SubResource: a.GetSubresource(),
-		User:        userName(a),
-		Groups:      groups,
-		Object:      newReg,
-		OldObject:   oldReg,
+		Operation:      Operation(a.GetOperation()),
+		SubResource:    a.GetSubresource(),
+		User:           userName(a),
+		Groups:         groups,
+		Object:         newReg,
+		OldObject:      oldReg,
+		PlaneAddresses: p.shared.PlaneAddresses,
 	}); err != nil {
 		return err
 	}
@@ -308,6 +309,9 @@ type RegistrationRequest struct {
 	Groups      []string
 	Object      *cellv1alpha1.ClusterRegistration
 	OldObject   *cellv1alpha1.ClusterRegistration // updates
+	// PlaneAddresses are the plane's own serving addresses (host:port):
+	// a new or changed spec.apiEndpoint may not be one of them.
+	PlaneAddresses []string
 }
 
 // ValidateRegistration: bootstrap users may only create (with the tenancy
@@ -330,6 +334,11 @@ func ValidateRegistration(r RegistrationRequest) error {
 		return nil
 	}
 	errs := validateRegistrationSpec(reg)
+	if r.OldObject == nil || r.OldObject.Spec.APIEndpoint != reg.Spec.APIEndpoint {
+		if why := PlaneEndpointReason(reg.Spec.APIEndpoint, r.PlaneAddresses); why != "" {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "apiEndpoint"), reg.Spec.APIEndpoint, why))
+		}
+	}
 	if r.OldObject != nil {
 		old := r.OldObject
 		if old.Labels[registration.LabelBootstrapTokenID] != reg.Labels[registration.LabelBootstrapTokenID] {
@@ -422,9 +431,14 @@ func csrError(csrPEM []byte) error {
 	}
 	csr, err := pki.ParseCSRPEM(csrPEM)
 	if err != nil {
-		return err
+		// Not the parser's ASN.1 internals: what is wrong, and what is
+		// expected.
+		return fmt.Errorf("not a PEM-encoded certificate request: spec.csr holds one PEM %q block with a PKCS #10 request signed by the agent's key (cellfed-agent makes it)", pki.BlockCertificateRequest)
 	}
-	return pki.CheckCSR(csr)
+	if err := pki.CheckCSR(csr); err != nil {
+		return fmt.Errorf("the certificate request %w", err)
+	}
+	return nil
 }
 
 func regForbidden(name, msg string) error {

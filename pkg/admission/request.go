@@ -31,6 +31,11 @@ type Request struct {
 	Object *unstructured.Unstructured
 	// OldObject is the current object on UPDATE.
 	OldObject *unstructured.Unstructured
+	// User and Groups are who writes; FieldManager is the field manager
+	// the request names (its options' fieldManager, "" when none).
+	User         string
+	Groups       []string
+	FieldManager string
 }
 
 // What admission handles.

@@ -80,6 +80,17 @@ func (h Handler) review(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		Namespace:   req.Namespace,
 		Name:        req.Name,
 		SubResource: req.SubResource,
+		User:        req.UserInfo.Username,
+		Groups:      req.UserInfo.Groups,
+	}
+	if len(req.Options.Raw) > 0 {
+		var opts struct {
+			FieldManager string `json:"fieldManager"`
+		}
+		if err := json.Unmarshal(req.Options.Raw, &opts); err != nil {
+			return deny(apierrors.NewBadRequest("admission review: decoding the request's options: " + err.Error()))
+		}
+		r.FieldManager = opts.FieldManager
 	}
 	var err error
 	if r.Object, err = decodeObject(req.Object.Raw); err != nil {

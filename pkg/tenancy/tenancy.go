@@ -59,14 +59,18 @@ func Changed(old, cur map[string]string) bool {
 // host the cells and objects of tenant: it is shared (no tenant label)
 // or dedicated to tenant.
 func MayUse(tenant string, clusterLabels map[string]string) bool {
-	owner := TenantOf(clusterLabels)
+	return mayUseOwned(tenant, TenantOf(clusterLabels))
+}
+
+func mayUseOwned(tenant, owner string) bool {
 	return owner == "" || owner == tenant
 }
 
 // MayReach reports whether an object in namespace (of tenant) may reach
-// the KubeFedCluster named cluster: a per-cell cluster (named
-// <namespace>.<cell>) of its own namespace, or a physical cluster it may
-// use. Cluster-scoped objects (namespace "") reach every cluster.
+// the KubeFedCluster named cluster: a per-cell or move cluster (named
+// <namespace>.<cell>[.move]) of its own namespace whose physical cluster
+// it may use (LabelClusterTenant), or a physical cluster it may use.
+// Cluster-scoped objects (namespace "") reach every cluster.
 func MayReach(namespace, tenant, cluster string, clusterLabels map[string]string) bool {
 	if namespace == "" {
 		return true
@@ -75,9 +79,22 @@ func MayReach(namespace, tenant, cluster string, clusterLabels map[string]string
 	// physical cluster names have none. Split without validating: the
 	// propagation controller asks for every cluster of every reconcile.
 	if ns, _, isCell := strings.Cut(cluster, "."); isCell {
-		return ns == namespace
+		// A cell's cluster, or the cluster its move goes to, may be
+		// dedicated to another tenant (a dedication that raced the
+		// move's admission): its own namespace does not make it reachable.
+		return ns == namespace && mayUseOwned(tenant, clusterLabels[cellv1alpha1.LabelClusterTenant])
 	}
 	return MayUse(tenant, clusterLabels)
+}
+
+// PhysicalTenantLabels are the labels a per-cell or move cluster gets
+// from the physical cluster it reaches, labelled physicalLabels:
+// LabelClusterTenant when that cluster is dedicated to a tenant.
+func PhysicalTenantLabels(physicalLabels map[string]string) map[string]string {
+	if owner := TenantOf(physicalLabels); owner != "" {
+		return map[string]string{cellv1alpha1.LabelClusterTenant: owner}
+	}
+	return nil
 }
 
 // ObjectLabels are the tenancy labels a Cell or federated object in a
@@ -151,6 +168,14 @@ func NotWorkspaceReason(namespace string) string {
 func DedicatedReason(cluster, owner, namespace, nsTenant string) string {
 	return fmt.Sprintf("cluster %q is dedicated to tenant %q (its label %s=%s), and namespace %s belongs to tenant %q; place the cell on a shared cluster or one dedicated to %q",
 		cluster, owner, cellv1alpha1.LabelTenant, owner, namespace, nsTenant, nsTenant)
+}
+
+// MoveDedicatedReason is why the move of cell (in namespace, of tenant
+// nsTenant) to cluster, dedicated to tenant owner, cannot go on, and how
+// to unblock it.
+func MoveDedicatedReason(cell, namespace, nsTenant, cluster, owner string) string {
+	return fmt.Sprintf("cluster %s is dedicated to tenant %q (its label %s=%s), and cell %s/%s belongs to tenant %q: its objects are not written there; undo the move (cellfedctl cell move %s -n %s --undo), or remove the dedication (kubectl -n <federation namespace> label kubefedcluster %s %s-)",
+		cluster, owner, cellv1alpha1.LabelTenant, owner, namespace, cell, nsTenant, cell, namespace, cluster, cellv1alpha1.LabelTenant)
 }
 
 // LabelReason is why an object in namespace cannot carry tenancy label

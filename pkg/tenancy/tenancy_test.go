@@ -26,6 +26,11 @@ func TestMayReach(t *testing.T) {
 		{"physical cluster dedicated to another tenant", "shop", "acme", "m1", other, false},
 		{"tenant-less namespace on a dedicated cluster", "shop", "", "m1", acme, false},
 		{"tenant-less namespace on a shared cluster", "shop", "", "m1", map[string]string{"region": "eu"}, true},
+		{"own cell on a cluster dedicated to the tenant", "shop", "acme", "shop.a", map[string]string{cellv1alpha1.LabelClusterTenant: "acme"}, true},
+		{"own cell on a cluster dedicated to another tenant", "shop", "acme", "shop.a", map[string]string{cellv1alpha1.LabelClusterTenant: "other"}, false},
+		{"own move cluster to a shared cluster", "shop", "acme", "shop.a.move", map[string]string{cellv1alpha1.LabelMove: cellv1alpha1.MoveCopy}, true},
+		{"own move cluster to a cluster dedicated to another tenant", "shop", "acme", "shop.a.move", map[string]string{cellv1alpha1.LabelMove: cellv1alpha1.MoveCopy, cellv1alpha1.LabelClusterTenant: "other"}, false},
+		{"own cell whose namespace tenant label says other, cluster tenant own", "shop", "acme", "shop.a", map[string]string{cellv1alpha1.LabelTenant: "other", cellv1alpha1.LabelClusterTenant: "acme"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := MayReach(tc.namespace, tc.tenant, tc.cluster, tc.labels); got != tc.want {

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/util/keyutil"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
@@ -27,7 +26,6 @@ import (
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	serviceaccountcontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
-	"k8s.io/kubernetes/pkg/serviceaccount"
 )
 
 const (
@@ -36,12 +34,18 @@ const (
 )
 
 // coreControllers are the kube-controller-manager controllers a plane
-// without pods needs: namespace deletion, garbage collection, service
-// accounts and their legacy token secrets, the root CA config map and
+// without pods needs: namespace deletion, garbage collection, the default
+// service account of each namespace, the root CA config map and
 // cluster-role aggregation. They run against the loopback client.
+//
+// No token controller runs: a Secret of type
+// kubernetes.io/service-account-token written on the plane (an app team's,
+// to be placed on members) is stored as written, never filled with a
+// token of the plane's own; each member's token controller fills its
+// copy. Nothing creates Pods, ReplicaSets or Jobs' Pods, allocates
+// Service addresses or binds volumes (docs/native-objects.md).
 type coreControllers struct {
 	rootCA      []byte
-	saKeyFile   string
 	workers     int
 	leaderElect bool
 }
@@ -124,19 +128,6 @@ func (c coreControllers) run(ctx context.Context, cfg *rest.Config, client kuber
 	if err != nil {
 		return fmt.Errorf("service-account controller: %w", err)
 	}
-	key, err := keyutil.PrivateKeyFromFile(c.saKeyFile)
-	if err != nil {
-		return fmt.Errorf("reading service-account key: %w", err)
-	}
-	generator, err := serviceaccount.JWTTokenGenerator(serviceaccount.LegacyIssuer, key)
-	if err != nil {
-		return fmt.Errorf("token generator: %w", err)
-	}
-	tokens, err := serviceaccountcontroller.NewTokensController(logger, typed.Core().V1().ServiceAccounts(), typed.Core().V1().Secrets(),
-		client, serviceaccountcontroller.TokensControllerOptions{TokenGenerator: generator, RootCA: c.rootCA})
-	if err != nil {
-		return fmt.Errorf("token controller: %w", err)
-	}
 	rootCA, err := rootcacertpublisher.NewPublisher(typed.Core().V1().ConfigMaps(), typed.Core().V1().Namespaces(), client, c.rootCA)
 	if err != nil {
 		return fmt.Errorf("root-CA publisher: %w", err)
@@ -151,7 +142,6 @@ func (c coreControllers) run(ctx context.Context, cfg *rest.Config, client kuber
 	go gc.Run(ctx, c.workers, gcSyncPeriod)
 	go gc.Sync(ctx, client.Discovery(), gcSyncPeriod)
 	go saController.Run(ctx, 1)
-	go tokens.Run(ctx, c.workers)
 	go rootCA.Run(ctx, 1)
 	go aggregation.Run(ctx, c.workers)
 	logger.Info("Core controllers started")

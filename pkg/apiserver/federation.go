@@ -39,7 +39,8 @@ const annotationDefaultTypes = "cellfed.io/default-types-enabled"
 
 // federationAPI installs the federation API when the plane starts: KubeFed's
 // core CRDs and Cells, the conversion webhook settings of every federated
-// CRD, and on first start the default federated types.
+// CRD, on first start the default federated types, and on every start the
+// enabled types' CRDs at this release's schema.
 type federationAPI struct {
 	namespace    string
 	defaultTypes []string
@@ -77,6 +78,11 @@ func (f federationAPI) start(hookCtx genericapiserver.PostStartHookContext) erro
 		{"webhook settings", func(ctx context.Context) error { return f.publishWebhook(ctx, kube, crds) }},
 		{"KubeFedConfig", func(ctx context.Context) error { return f.ensureKubeFedConfig(ctx, dyn) }},
 		{"default types", func(ctx context.Context) error { return f.enableDefaultTypes(ctx, kube, clients) }},
+		// Every start: enabled types' CRDs up to this release's schema
+		// (docs/operations.md, "Upgrades").
+		{"federated CRDs", func(ctx context.Context) error {
+			return federatedtypes.UpgradeEnabled(ctx, clients, f.namespace, &f.webhook)
+		}},
 	}
 	for _, step := range steps {
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {

@@ -120,6 +120,10 @@ func NewOptions() *Options {
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.CRDPluginName)
 	cellfedadmission.RegisterRegistration(cp.Admission.GenericAdmission.Plugins, shared)
 	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.RegistrationPluginName)
+	// With --tracing-config-file, traced writes of federated objects
+	// record their trace for the controller (a no-op otherwise).
+	cellfedadmission.RegisterTraceparent(cp.Admission.GenericAdmission.Plugins)
+	cp.Admission.GenericAdmission.RecommendedPluginOrder = insertBefore(cp.Admission.GenericAdmission.RecommendedPluginOrder, mutatingwebhook.PluginName, cellfedadmission.TraceparentPluginName)
 	// Agents register with Kubernetes bootstrap tokens (Secrets of type
 	// bootstrap.kubernetes.io/token in kube-system; the authenticator
 	// enforces their expiry). RBAC lets them create ClusterRegistrations
@@ -167,10 +171,11 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.FederationNamespace, "federation-namespace", o.FederationNamespace, "Namespace of KubeFedClusters and FederatedTypeConfigs.")
 	fs.BoolVar(&o.Registration.AllowUnregisteredAgents, "tunnel-allow-unregistered-agents", o.Registration.AllowUnregisteredAgents, "Admit tunnel agents whose certificate, signed by hand with the agent CA, belongs to no ClusterRegistration (off: only registered clusters' agents are admitted).")
 	fs.DurationVar(&o.APIProxy.DialTimeout, "api-proxy-dial-timeout", o.APIProxy.DialTimeout, "How long the API proxy (/apis/proxy.cellfed.io) waits to connect to a member, directly or through its tunnel, before answering 503.")
+	fs.IntVar(&o.APIProxy.MaxWatchesPerUser, "api-proxy-max-watches-per-user", o.APIProxy.MaxWatchesPerUser, "How many watches one user may hold open through the API proxy (/apis/proxy.cellfed.io) at once; the next is answered 429 with Retry-After. 0: no bound.")
 	fs.BoolVar(&o.APIProxy.MemberRBAC, "member-rbac", o.APIProxy.MemberRBAC, "Bind tenants' app-team and viewer roles on member clusters (cellfed:member:app-team, cellfed:member:viewer) in the namespaces their cells place there, following cellfedctl tenant grant, with the cluster's own access. Only RoleBindings labelled cellfed.io/member-rbac=true and the two ClusterRoles are written; --member-rbac=false leaves member RBAC to the platform team.")
 	fs.DurationVar(&o.ClientCertCache.TTL, "client-cert-cache-ttl", o.ClientCertCache.TTL, "How long a verified client certificate chain is reused without verifying it again (never past a certificate's expiry; a reloaded --client-ca-file ends every entry; requests with front-proxy headers are always verified). 0 verifies on every request.")
 	fs.DurationVar(&o.Registration.CertValidity, "agent-cert-validity", o.Registration.CertValidity, "Validity of the tunnel agents' certificates the plane signs; agents renew at two thirds of it.")
-	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts leave enabled types alone.")
+	fs.StringSliceVar(&o.DefaultFederatedTypes, "default-federated-types", o.DefaultFederatedTypes, "Built-in types enabled for federation on the plane's first start (\"\" for none); later starts keep the set of enabled types and bring their CRDs up to this release's schema.")
 	fs.StringVar(&o.SharedPKIDir, "shared-pki-dir", o.SharedPKIDir, "Directory (e.g. a mounted Secret) with the PKI replicas on one database share: "+strings.Join(SharedPKIFiles, ", ")+"; copied into <data-dir>/pki on start (`cellfed-apiserver init` writes a set).")
 	o.Encryption.AddFlags(fss.FlagSet("encryption at rest"))
 	o.Tunnel.AddFlags(fss.FlagSet("tunnel"))

@@ -31,7 +31,6 @@ import (
 	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
@@ -121,6 +120,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	o.admission.FederationNamespace = o.FederationNamespace
+	o.admission.PlaneAddresses = o.planeAddresses()
 	completed, err := o.ControlPlane.Complete(ctx, nil, nil)
 	if err != nil {
 		return fmt.Errorf("completing options: %w", err)
@@ -172,7 +172,7 @@ func Run(ctx context.Context, o *Options) error {
 	// The API proxy to members: served under the plane's filters (its
 	// authentication, impersonation, RBAC on cells/proxy and
 	// clusters/proxy, audit), answering 503 until its caches are synced.
-	apiProxy := &cellproxy.Handler{Authorizer: authz}
+	apiProxy := &cellproxy.Handler{Authorizer: authz, Watches: cellproxy.NewWatchLimit(o.APIProxy.MaxWatchesPerUser)}
 	server.GenericAPIServer.Handler.NonGoRestfulMux.HandlePrefix(cellproxy.Prefix, apiProxy)
 	proxyHook := apiProxyHook{handler: apiProxy, opts: o.APIProxy, fedNamespace: o.FederationNamespace, files: o.PKIFiles(), hub: hub}
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-api-proxy", proxyHook.start); err != nil {
@@ -211,7 +211,6 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Controllers {
 		hook := coreControllers{
 			rootCA:      caBundle,
-			saKeyFile:   o.PKIFiles().ServiceAccountKey(),
 			workers:     o.ControllerWorkers,
 			leaderElect: o.ControllersLeaderElect,
 		}
@@ -305,12 +304,14 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
-		controlplane.DefaultGenericAPIResourceConfigSource(),
+		resourceConfig(),
 		generatedopenapi.GetOpenAPIDefinitions,
 	)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("building server config: %w", err)
 	}
+	// Reading a FederatedSecret needs the right to read Secrets too.
+	genericConfig.Authorization.Authorizer = secretReads{genericConfig.Authorization.Authorizer}
 	// Verified client certificate chains are reused for a short while
 	// (package certcache): before the three servers copy the config.
 	if ca := opts.Authentication.ClientCert.CAContentProvider; ca != nil && genericConfig.Authentication.Authenticator != nil {
@@ -366,7 +367,7 @@ func newServerChain(opts cpoptions.CompletedOptions, selfHostPort string, certCa
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating storage providers: %w", err)
 	}
-	if err := nativeServer.InstallAPIs(providers...); err != nil {
+	if err := nativeServer.InstallAPIs(nativeStorageProviders(providers)...); err != nil {
 		return nil, nil, nil, fmt.Errorf("installing APIs: %w", err)
 	}
 	agg, err := controlplaneapiserver.CreateAggregatorServer(aggCompleted, nativeServer.GenericAPIServer,

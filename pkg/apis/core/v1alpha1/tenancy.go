@@ -36,6 +36,13 @@ const (
 	// MoveClusterName): MoveCopy while the cell moves there, MoveUndo
 	// while the move is undone.
 	LabelMove = "cellfed.io/move"
+	// LabelClusterTenant is set by cellfed-controller on per-cell and
+	// move clusters whose physical cluster is dedicated to a tenant: that
+	// tenant (the physical cluster's LabelTenant). A per-cell cluster
+	// carries its namespace's tenancy labels; this one says whose the
+	// member it reaches is, so an object reaches it only when its tenant
+	// may use that member. Cells cannot set it.
+	LabelClusterTenant = "cellfed.io/cluster-tenant"
 )
 
 // Values of LabelMove.

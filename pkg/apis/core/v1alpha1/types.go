@@ -145,4 +145,9 @@ const (
 	CellClusterFound = "ClusterFound"
 	// CellReady is True when that cluster is Ready.
 	CellReady = "Ready"
+	// CellMoveBlocked is True while the cell's move cannot go on: the
+	// cluster it moves to does not exist any more, or is dedicated to
+	// another tenant. Its message says how to unblock it. It is absent
+	// otherwise.
+	CellMoveBlocked = "MoveBlocked"
 )

@@ -34,10 +34,14 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
 	"github.com/cellfed/cellfed/pkg/controller/federatedtypeconfig"
 	"github.com/cellfed/cellfed/pkg/controller/informers"
+	policycontroller "github.com/cellfed/cellfed/pkg/controller/policy"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/replicascheduling"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
+	"github.com/cellfed/cellfed/pkg/controller/statemetrics"
 	"github.com/cellfed/cellfed/pkg/proxy"
+	"github.com/cellfed/cellfed/pkg/tenancy"
+	"github.com/cellfed/cellfed/pkg/version"
 )
 
 // Options are everything cellfed-controller can be told; NewOptions
@@ -48,6 +52,9 @@ type Options struct {
 	Propagation         propagation.Options
 	Rollout             rolloutcontroller.Options
 	ReplicaScheduling   replicascheduling.Options
+	// PropagationPolicies runs the propagation-policy controller: native
+	// objects placed by PropagationPolicies (docs/native-objects.md).
+	PropagationPolicies bool
 	Clusters            clusters.Options
 	CellWorkers         int
 	PlaneQPS            float32
@@ -74,6 +81,9 @@ type Options struct {
 	// certificate files mean the plane kubeconfig's CA and client
 	// certificate.
 	Tunnel proxy.DialerOptions
+	// TracingConfigFile is kube-apiserver's TracingConfiguration file
+	// ("" = tracing off); see startTracing.
+	TracingConfigFile string
 }
 
 // NewOptions returns the defaults.
@@ -83,6 +93,7 @@ func NewOptions() *Options {
 		Propagation:         propagation.DefaultOptions(),
 		Rollout:             rolloutcontroller.DefaultOptions(),
 		ReplicaScheduling:   replicascheduling.DefaultOptions(),
+		PropagationPolicies: true,
 		Clusters:            clusters.DefaultOptions(),
 		CellWorkers:         4,
 		PlaneQPS:            200,
@@ -106,8 +117,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Propagation.ClusterTimeout, "cluster-timeout", o.Propagation.ClusterTimeout, "time allowed for the work on one cluster for one object")
 	fs.DurationVar(&o.Propagation.WriteWait, "member-write-wait", o.Propagation.WriteWait, "how long one reconcile waits for its member writes: a member that has not answered by then is reported WriteInProgress while its write goes on, up to --cluster-timeout (0 waits for every write)")
 	fs.DurationVar(&o.Propagation.StatusInterval, "status-interval", o.Propagation.StatusInterval, "least time between two status writes of one federated object: member status changes within it are written together (0 writes every change)")
+	fs.StringVar(&o.Propagation.PodSecurityLevel, "pod-security-level", o.Propagation.PodSecurityLevel, "Pod Security level (privileged, baseline, restricted) enforced in the member namespaces the federation creates or federates, unless a platform admin labels the namespace on the plane cellfed.io/pod-security=<level>; kube-* and default are left alone")
 	fs.IntVar(&o.Rollout.Workers, "rollout-workers", o.Rollout.Workers, "objects under a rollout of one federated type handled in parallel")
 	fs.IntVar(&o.Rollout.HistoryLimit, "rollout-history-limit", o.Rollout.HistoryLimit, "template revisions kept per federated object for rollout undo")
+	fs.BoolVar(&o.PropagationPolicies, "propagation-policies", o.PropagationPolicies, "place native objects by PropagationPolicies and ClusterPropagationPolicies (policy.cellfed.io): keep a federated object per placed object, the policies' status and Events on unplaced workspace objects; false leaves policies unread")
 	fs.BoolVar(&o.ReplicaScheduling.Enabled, "replica-scheduling-preferences", o.ReplicaScheduling.Enabled, "schedule KubeFed's ReplicaSchedulingPreferences (scheduling.kubefed.io): divide each one's totalReplicas among the clusters of its FederatedDeployment or FederatedReplicaSet and write the result into it, as KubeFed's scheduler does; false leaves RSPs to another scheduler")
 	fs.StringVar(&o.Tunnel.Address, "tunnel-grpc-address", o.Tunnel.Address, "the tunnel hub's gRPC frontend (host:port); when set, tunnelled clusters are reached through it instead of their spec.proxyURL")
 	fs.StringVar(&o.Tunnel.ServerName, "tunnel-server-name", o.Tunnel.ServerName, "name the tunnel hub's certificate must show (default: the host of --tunnel-grpc-address)")
@@ -133,6 +146,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between attempts to take or renew the Lease")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz, /readyz and /metrics (empty: off)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go profiles (net/http/pprof) under /debug/pprof/ on --health-address")
+	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "file with the OpenTelemetry tracing configuration, as kube-apiserver's (TracingConfiguration of apiserver.config.k8s.io: endpoint, samplingRatePerMillion); empty: tracing off")
 }
 
 // Validate reports options that cannot work.
@@ -140,6 +154,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.Propagation.Workers < 1 {
 		errs = append(errs, errors.New("--workers must be at least 1"))
+	}
+	if err := tenancy.PodSecurityLevelError(o.Propagation.PodSecurityLevel); err != nil {
+		errs = append(errs, fmt.Errorf("--pod-security-level: %w", err))
 	}
 	if o.Rollout.Workers < 1 || o.Rollout.HistoryLimit < 1 {
 		errs = append(errs, errors.New("--rollout-workers and --rollout-history-limit must be at least 1"))
@@ -181,6 +198,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.PlaneQPS, o.PlaneBurst
+	stopTracing, err := startTracing(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cfg.UserAgent = "cellfed-controller"
 	// Built-in types (Namespaces, Secrets, Leases, Events) travel in
 	// protobuf: cheaper to decode than JSON. The dynamic client of the
@@ -201,6 +223,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		if err := serveHealth(ctx, o.HealthAddress, &ready, o.Profiling); err != nil {
 			return err
 		}
+	}
+	// The skew policy: refused here, before any write, rather than
+	// misbehaving against a plane of another release.
+	if err := version.CheckPlane(ctx, "cellfed-controller", version.ControllerSkew, kube.Discovery().RESTClient(), cfg.Host); err != nil {
+		return err
 	}
 	run := func(ctx context.Context) {
 		ready.Store("leading", true)
@@ -285,12 +312,18 @@ func runControllers(ctx context.Context, plane dynamic.Interface, kube kubernete
 
 	// One set of plane caches for every controller of the process.
 	caches := informers.New(plane, kube, o.FederationNamespace)
+	statemetrics.Register(caches.KubeFedClusters().GetStore().List, caches.Cells().GetStore().List)
 	reg := clusters.NewRegistry(plane, kube, caches, o.Clusters)
 	types := federatedtypeconfig.New(ctx, plane, caches, reg, recorder, o.Propagation, o.Rollout)
 	cellCtrl := cells.New(plane, caches, recorder, types.Primed, o.FederationNamespace, o.CellWorkers)
 	runs := []func(context.Context) error{reg.Run, cellCtrl.Run, types.Run}
 	if o.ReplicaScheduling.Enabled {
 		runs = append(runs, replicascheduling.New(plane, caches, reg, recorder, o.ReplicaScheduling).Run)
+	}
+	if o.PropagationPolicies {
+		po := policycontroller.NewOptions()
+		po.FederationNamespace = o.FederationNamespace
+		runs = append(runs, policycontroller.New(plane, recorder, po).Run)
 	}
 	reg.Subscribe(types.ClusterChanged)
 	caches.Start(ctx.Done())

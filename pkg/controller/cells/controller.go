@@ -245,6 +245,16 @@ func (c *Controller) enqueueForCluster(obj any) {
 	for _, cell := range cells {
 		c.enqueueCell(cell)
 	}
+	// And the cells moving to it: their move cluster copies its access
+	// and dedication, and a move to a cluster gone or dedicated to
+	// another tenant is blocked.
+	for _, cell := range c.cells.GetStore().List() {
+		if u, ok := cell.(*unstructured.Unstructured); ok {
+			if to, _, _ := unstructured.NestedString(u.Object, "spec", "move", "to"); to == m.GetName() {
+				c.enqueueCell(cell)
+			}
+		}
+	}
 }
 
 // enqueueForRecord: the cells a PropagatedVersion lists recount.
@@ -327,17 +337,25 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		if err := c.deleteCellCluster(ctx, clusterName); err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, &cell, "", nil, cell.Status.Move)
+		return c.writeStatus(ctx, &cell, "", nil, cell.Status.Move, apimeta.FindStatusCondition(cell.Status.Conditions, corev1a1.CellMoveBlocked))
 	}
 	want := c.desired(&cell, physical)
 	if err := c.apply(ctx, want); err != nil {
 		return err
 	}
-	moved, err := c.move(ctx, &cell, obj.(*unstructured.Unstructured))
+	moved, blocked, err := c.move(ctx, &cell, obj.(*unstructured.Unstructured))
 	if err != nil {
 		return err
 	}
-	return c.writeStatus(ctx, &cell, clusterName, physical, moved)
+	return c.writeStatus(ctx, &cell, clusterName, physical, moved, blocked)
+}
+
+// tenantOf is the tenant of namespace ns ("" for none, or not cached).
+func (c *Controller) tenantOf(ns string) string {
+	if obj, ok, _ := c.namespaces.GetStore().GetByKey(ns); ok {
+		return tenancy.TenantOf(obj.(*corev1.Namespace).Labels)
+	}
+	return ""
 }
 
 func (c *Controller) cluster(name string) *fedv1b1.KubeFedCluster {
@@ -366,9 +384,12 @@ func (c *Controller) desired(cell *corev1a1.Cell, physical *fedv1b1.KubeFedClust
 	for _, k := range tenancy.Labels {
 		delete(labels, k)
 	}
+	delete(labels, corev1a1.LabelClusterTenant)
 	if obj, ok, _ := c.namespaces.GetStore().GetByKey(cell.Namespace); ok {
 		maps.Copy(labels, tenancy.ObjectLabels(obj.(*corev1.Namespace).Labels))
 	}
+	// Whose member it reaches: objects of another tenant never do.
+	maps.Copy(labels, tenancy.PhysicalTenantLabels(physical.Labels))
 	labels[corev1a1.LabelTopologyType] = corev1a1.TopologyTypeCell
 	labels[corev1a1.LabelNamespace] = cell.Namespace
 	labels[corev1a1.LabelCell] = cell.Name
@@ -431,7 +452,9 @@ func (c *Controller) deleteCellCluster(ctx context.Context, name string) error {
 
 // writeStatus reports the per-cell cluster and the physical cluster's
 // readiness on the Cell, when they changed.
-func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clusterName string, physical *fedv1b1.KubeFedCluster, move *corev1a1.CellMoveStatus) error {
+// blocked, when set, is the MoveBlocked condition (see moveBlock); it is
+// removed otherwise.
+func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clusterName string, physical *fedv1b1.KubeFedCluster, move *corev1a1.CellMoveStatus, blocked *metav1.Condition) error {
 	st := corev1a1.CellStatus{KubeFedCluster: clusterName, Conditions: slices.Clone(cell.Status.Conditions), Move: move}
 	found := metav1.Condition{Type: corev1a1.CellClusterFound, Status: metav1.ConditionTrue, Reason: "ClusterFound",
 		Message: fmt.Sprintf("KubeFedCluster %s/%s exists", c.namespace, cell.Spec.Cluster), ObservedGeneration: cell.Generation}
@@ -458,6 +481,11 @@ func (c *Controller) writeStatus(ctx context.Context, cell *corev1a1.Cell, clust
 	}
 	apimeta.SetStatusCondition(&st.Conditions, found)
 	apimeta.SetStatusCondition(&st.Conditions, ready)
+	if blocked != nil {
+		apimeta.SetStatusCondition(&st.Conditions, *blocked)
+	} else {
+		apimeta.RemoveStatusCondition(&st.Conditions, corev1a1.CellMoveBlocked)
+	}
 	if clusterName != "" {
 		stored, err := c.versions.GetIndexer().IndexKeys(byCluster, clusterName)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	corev1a1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // A cell moves to another physical cluster through its move cluster
@@ -66,7 +68,13 @@ func window(m moveCounts, batch int, paused bool, stale sets.Set[string]) sets.S
 // admitted; it returns the move's status (status.move) to write. When the
 // move is done it switches the cell (stored is the Cell as cached), and
 // cell becomes what the plane now stores.
-func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unstructured.Unstructured) (*corev1a1.CellMoveStatus, error) {
+//
+// A move whose target is gone or dedicated to another tenant is blocked:
+// the returned condition (MoveBlocked) says why, nothing more is admitted,
+// the move cluster is never created towards another tenant's cluster
+// (an existing one gets its dedication, so the objects' plans leave it
+// alone), and the move never ends there.
+func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unstructured.Unstructured) (*corev1a1.CellMoveStatus, *metav1.Condition, error) {
 	cellCluster := corev1a1.CellClusterName(cell.Namespace, cell.Name)
 	moveCluster := corev1a1.MoveClusterName(cell.Namespace, cell.Name)
 	mv := cell.Spec.Move
@@ -81,7 +89,7 @@ func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unst
 			}
 			st.CompletionTime = ptrTime(time.Now())
 		}
-		return st, c.noMove(ctx, cell)
+		return st, nil, c.noMove(ctx, cell)
 	}
 	st := &corev1a1.CellMoveStatus{From: cell.Spec.Cluster, To: mv.To, Phase: corev1a1.MovePhaseMoving}
 	if prev := cell.Status.Move; prev != nil && prev.To == mv.To && prev.From == cell.Spec.Cluster && prev.StartTime != nil && prev.CompletionTime == nil {
@@ -92,10 +100,21 @@ func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unst
 	}
 
 	target := c.cluster(mv.To)
-	if target == nil {
-		st.Message = fmt.Sprintf("KubeFedCluster %s/%s does not exist; join it, or undo the move", c.namespace, mv.To)
+	blocked := moveBlock(cell, target, c.tenantOf(cell.Namespace), c.namespace)
+	if blocked != nil {
+		st.Message = blocked.Message
 		c.records.Admit(cellCluster, nil)
-		return st, nil
+		if prev := apimeta.FindStatusCondition(cell.Status.Conditions, corev1a1.CellMoveBlocked); prev == nil || prev.Reason != blocked.Reason {
+			c.event(cell, corev1.EventTypeWarning, "MoveBlocked", "%s", blocked.Message)
+		}
+	}
+	if target == nil {
+		if blocked == nil { // an undo: what was copied stays where it is
+			st.Phase = corev1a1.MovePhaseRollingBack
+			st.Message = fmt.Sprintf("KubeFedCluster %s/%s does not exist; what was copied there stays; join it again to bring it back", c.namespace, mv.To)
+		}
+		c.records.Admit(cellCluster, nil)
+		return st, blocked, nil
 	}
 	want := c.desired(cell, target)
 	want.Name = moveCluster
@@ -103,8 +122,13 @@ func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unst
 	if mv.Undo {
 		want.Labels[corev1a1.LabelMove] = corev1a1.MoveUndo
 	}
-	if err := c.apply(ctx, want); err != nil {
-		return nil, err
+	if blocked == nil || c.cluster(moveCluster) != nil {
+		if err := c.apply(ctx, want); err != nil {
+			return nil, nil, err
+		}
+	}
+	if blocked != nil {
+		return st, blocked, nil
 	}
 
 	counts := moveCounts{onCell: c.records.Keys(cellCluster), onMove: c.records.Keys(moveCluster)}
@@ -120,9 +144,12 @@ func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unst
 		c.forgetAdmissions(cellCluster)
 		if !primed || counts.onMove.Len() > 0 {
 			st.Message = fmt.Sprintf("%d objects still on cluster %s", counts.onMove.Len(), mv.To)
-			return st, nil
+			if !tenancy.MayUse(c.tenantOf(cell.Namespace), target.Labels) {
+				st.Message += fmt.Sprintf(", dedicated to tenant %q: they are left there untouched, and the undo ends once the dedication is removed (or they are deleted)", tenancy.TenantOf(target.Labels))
+			}
+			return st, nil, nil
 		}
-		return st, c.endMove(ctx, cell, stored, st, false)
+		return st, nil, c.endMove(ctx, cell, stored, st, false)
 	}
 
 	batch := int(mv.Batch)
@@ -143,9 +170,9 @@ func (c *Controller) move(ctx context.Context, cell *corev1a1.Cell, stored *unst
 		}
 	default:
 		st.Phase = corev1a1.MovePhaseFinishing
-		return st, c.endMove(ctx, cell, stored, st, true)
+		return st, nil, c.endMove(ctx, cell, stored, st, true)
 	}
-	return st, nil
+	return st, nil, nil
 }
 
 // noMove tidies up after a cell's move: its admissions go, and its move

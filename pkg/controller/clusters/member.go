@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 )
 
 // Health is a member's state as its probes found it.
@@ -53,7 +56,8 @@ type Member struct {
 	failures  int
 	successes int
 	clusters  []string
-	cancel    context.CancelFunc // stops probing
+	name      atomic.Pointer[string] // memberName of its clusters
+	cancel    context.CancelFunc     // stops probing
 	watched   []*watch
 	informers *memberInformers // non-nil while ready
 }
@@ -93,6 +97,9 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 			cfg.Dial, cfg.Proxy = dial, nil
 		}
 	}
+	if opts.Wrap != nil {
+		cfg.Wrap(opts.Wrap)
+	}
 	dyn, writes, err := dynamicClients(cfg)
 	if err != nil {
 		return nil, err
@@ -130,11 +137,41 @@ func (m *Member) Clusters() []string {
 	return slices.Clone(m.clusters)
 }
 
-func (m *Member) setClusters(names []string) {
+func (m *Member) setClusters(names []string, name string) {
 	slices.Sort(names)
 	m.mu.Lock()
 	m.clusters = names
 	m.mu.Unlock()
+	m.name.Store(&name)
+}
+
+// Name is what metrics call the member: the first physical
+// KubeFedCluster (in name order) that reaches it, such as member-1, or
+// with none, its first cluster; its key before the registry names it.
+func (m *Member) Name() string {
+	if n := m.name.Load(); n != nil && *n != "" {
+		return *n
+	}
+	return m.key
+}
+
+// memberName picks a member's Name from the clusters that reach it
+// (name → labels): per-cell and move clusters only when no physical
+// cluster reaches it.
+func memberName(clusters map[string]map[string]string) string {
+	var physical, any string
+	for name, labels := range clusters {
+		if any == "" || name < any {
+			any = name
+		}
+		if labels[cellv1alpha1.LabelTopologyType] == "" && labels[cellv1alpha1.LabelMove] == "" && (physical == "" || name < physical) {
+			physical = name
+		}
+	}
+	if physical != "" {
+		return physical
+	}
+	return any
 }
 
 // Acquire takes one of the member's request slots; Release returns it.

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fedv1b1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
@@ -66,6 +67,8 @@ type Options struct {
 	// to a member (a tunnel to a member behind NAT), replacing its proxy;
 	// a nil Dialer or result dials the endpoint (or proxy) directly.
 	Dialer func(Access) DialFunc
+	// Wrap, when set, wraps each member client's transport (tracing).
+	Wrap transport.WrapperFunc
 }
 
 // DialFunc opens a connection to a member API server.
@@ -313,14 +316,17 @@ func (r *Registry) refresh() {
 		}
 	}
 	r.clusters = next
-	byMember := map[*Member][]string{}
+	byMember := map[*Member]map[string]map[string]string{}
 	for _, c := range next {
 		if c.Member != nil {
-			byMember[c.Member] = append(byMember[c.Member], c.Name)
+			if byMember[c.Member] == nil {
+				byMember[c.Member] = map[string]map[string]string{}
+			}
+			byMember[c.Member][c.Name] = c.Labels
 		}
 	}
-	for m, names := range byMember {
-		m.setClusters(names)
+	for m, clusters := range byMember {
+		m.setClusters(slices.Collect(maps.Keys(clusters)), memberName(clusters))
 	}
 	r.mu.Unlock()
 	r.changed(changed)

@@ -29,6 +29,7 @@ import (
 	typesv1beta1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/controller/clusters"
+	"github.com/cellfed/cellfed/pkg/controller/nativestatus"
 	"github.com/cellfed/cellfed/pkg/controller/propagation"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 	"github.com/cellfed/cellfed/pkg/tenancy"
@@ -83,12 +84,14 @@ func (s *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	// A namespace whose tenant changes changes which clusters its
-	// objects may reach.
+	// objects may reach; one whose Pod Security level changes, what its
+	// member namespaces enforce (its FederatedNamespace is written again).
 	if _, err := s.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Namespace)
 			n, ok2 := cur.(*corev1.Namespace)
-			if ok1 && ok2 && tenancy.TenantOf(o.Labels) != tenancy.TenantOf(n.Labels) {
+			if ok1 && ok2 && (tenancy.TenantOf(o.Labels) != tenancy.TenantOf(n.Labels) ||
+				o.Labels[tenancy.LabelPodSecurity] != n.Labels[tenancy.LabelPodSecurity]) {
 				s.requeueNamespace(n.Name, true)
 			}
 		},
@@ -159,6 +162,7 @@ func (s *Controller) sync() {
 		ctrl := propagation.New(t, s.opts, propagation.Env{
 			Plane: s.plane, Clusters: s.reg, Recorder: s.recorder, Tenants: s.tenantOf,
 			Namespaces: s.namespacePlacement, NamespaceChanged: s.namespaceChanged, Records: s.caches.Records(),
+			PodSecurity: s.podSecurityOf,
 		})
 		r := &runningType{typ: *t, ctrl: ctrl, cancel: cancel}
 		s.running[name] = r
@@ -173,6 +177,15 @@ func (s *Controller) sync() {
 				klog.ErrorS(err, "Rollout controller stopped", "type", name)
 			}
 		}()
+		if t.Stored.Version == typesv1beta2.Version {
+			// Native objects placed through the type get their status
+			// aggregated over the cells (status.topologies is v1beta2's).
+			go func() {
+				if err := nativestatus.New(t.Target, t.TargetKind, s.plane, ctrl.Informer()).Run(ctx); err != nil && ctx.Err() == nil {
+					klog.ErrorS(err, "Native status controller stopped", "type", name)
+				}
+			}()
+		}
 		go func() {
 			err := ctrl.Run(ctx)
 			if err == nil || ctx.Err() != nil {
@@ -283,6 +296,23 @@ func (s *Controller) tenantOf(ns string) (string, error) {
 		return "", err
 	}
 	return tenancy.TenantOf(obj.(*corev1.Namespace).Labels), nil
+}
+
+// podSecurityOf is the Pod Security level of namespace ns's member
+// namespaces (tenancy.PodSecurityLevel).
+func (s *Controller) podSecurityOf(ns string) (string, error) {
+	if !s.namespaces.HasSynced() {
+		return "", fmt.Errorf("namespaces are not loaded yet")
+	}
+	obj, ok, err := s.namespaces.GetStore().GetByKey(ns)
+	if err != nil {
+		return "", err
+	}
+	var labels map[string]string
+	if ok {
+		labels = obj.(*corev1.Namespace).Labels
+	}
+	return tenancy.PodSecurityLevel(ns, labels, s.opts.PodSecurityLevel), nil
 }
 
 // ClusterChanged tells every running propagation controller that the

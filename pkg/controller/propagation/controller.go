@@ -79,6 +79,10 @@ type Env struct {
 	// kept up to date with the records in memory (the cell controller
 	// counts from it); nil keeps none.
 	Records *informers.Records
+	// PodSecurity answers the Pod Security level the member namespace
+	// ns enforces ("" for none: the labels are left to the template);
+	// nil sets none. See tenancy.PodSecurityLevel.
+	PodSecurity func(ns string) (string, error)
 }
 
 // Controller propagates the objects of one federated type.
@@ -95,6 +99,8 @@ type Controller struct {
 	informer cache.SharedIndexInformer
 	// primed: running, with every record indexed (Primed).
 	primed atomic.Bool
+	// fair is the queue's storage: workspaces served fairly (fairQueue).
+	fair *fairQueue
 	// statusWrites spaces each object's status writes.
 	statusWrites *writeLimiter
 	// settle holds a status write back while members' caches catch up
@@ -134,12 +140,14 @@ func New(t *Type, opts Options, env Env) *Controller {
 		propagating:  newSince(objs, propagatingMark),
 		reflowing:    newSince(objs, reflowingMark),
 	}
-	// Objects with work of their own first (pendingFirst).
+	// Workspaces served fairly, and in each objects with work of their
+	// own first (fairQueue, pendingFirst).
+	c.fair = newFairQueue(c.hasOwnWork)
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{
 		Name: t.Name,
 		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 			Name:  t.Name,
-			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: t.Name, Queue: newPendingFirst(c.hasOwnWork)}),
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: t.Name, Queue: c.fair}),
 		}),
 	})
 	registerMetrics()
@@ -326,6 +334,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	start := time.Now()
 	requeue, err := c.reconcile(ctx, key)
+	c.fair.Charge(key, time.Since(start))
 	result := "ok"
 	switch {
 	case errors.Is(err, errNotProbed) || errors.Is(err, errLoading):
@@ -370,6 +379,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 	// controller writes; fed is KubeFed's view of it, what it decides
 	// from.
 	stored := obj.(*unstructured.Unstructured)
+	ctx, span := c.startReconcile(ctx, key, stored)
+	defer func() { endSpan(span, err) }()
 	deleting := stored.GetDeletionTimestamp() != nil
 	switch hasFinalizer := slices.Contains(stored.GetFinalizers(), Finalizer); {
 	case deleting && !hasFinalizer:
@@ -402,6 +413,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (requeue bool, e
 		if w, err = readWork(stored, fed); err != nil {
 			c.env.Recorder.Eventf(fed, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 			return false, c.writeStatus(ctx, stored, fed, report{fail: failure{"InvalidObject", err.Error()}})
+		}
+		if w.template, err = c.withPodSecurity(fed.GetNamespace(), w.template); err != nil {
+			return true, err
 		}
 	} else if placed, err := readWork(stored, fed); err == nil {
 		// Only the placement: the clusters a deletion visits besides
@@ -715,6 +729,7 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 		go func() {
 			actx, cancel := context.WithTimeout(ctx, c.opts.ClusterTimeout)
 			defer cancel()
+			actx, span := c.startMemberWrite(actx, it)
 			var r result
 			switch it.Verb {
 			case Ensure:
@@ -748,6 +763,7 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 			case Remove, Release:
 				r = c.ensureRemoved(actx, fed, m, it.Verb == Release)
 			}
+			endMemberWrite(span, r)
 			mu.Lock()
 			defer mu.Unlock()
 			if !late {

@@ -90,6 +90,9 @@ func build(t *Type, fed *unstructured.Unstructured, template map[string]any, ove
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	if t.IsNamespace() && len(overrides) > 0 {
+		keepPlatformLabels(template, labels)
+	}
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}

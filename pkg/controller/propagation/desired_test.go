@@ -950,11 +950,16 @@ func TestTypeFor(t *testing.T) {
 			ok: true,
 		},
 		{
+			// The type runs; divide refuses each divided object.
 			name: "a replicas path that is not a JSON pointer",
 			obj: ftc("configmaps", map[string]any{"propagation": "Enabled", "replicasPath": "spec.replicas",
 				"targetType":    res("", "v1", "ConfigMap", "configmaps", "Namespaced"),
 				"federatedType": fed("FederatedConfigMap", "federatedconfigmaps")}),
-			wantErr: "JSON pointer",
+			want: &Type{Name: "configmaps", Target: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, TargetKind: "ConfigMap",
+				Federated:     schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta1", Resource: "federatedconfigmaps"},
+				Stored:        schema.GroupVersionResource{Group: "types.kubefed.io", Version: "v1beta2", Resource: "federatedconfigmaps"},
+				FederatedKind: "FederatedConfigMap", Namespaced: true, ReplicasPath: "spec.replicas"},
+			ok: true,
 		},
 		{
 			name: "disabled",

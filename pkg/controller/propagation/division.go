@@ -3,6 +3,7 @@ package propagation
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,18 +66,9 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 		return nil, false, clockOutput{}, nil
 	}
 	d := spec.ReplicaDivision
-	segs, err := division.ReplicasPathSegments(replicasPath)
+	replicas, err := templateReplicas(template, replicasPath)
 	if err != nil {
-		return nil, false, clockOutput{}, fmt.Errorf("the type's replicas path: %w", err)
-	}
-	replicas := int64(1) // the workloads' default
-	if v, ok, _ := unstructured.NestedFieldNoCopy(template, segs...); ok {
-		switch n := v.(type) {
-		case int64:
-			replicas = n
-		case float64:
-			replicas = int64(n)
-		}
+		return nil, false, clockOutput{}, err
 	}
 	clusterOf := func(name string) string {
 		if spec.Placement.TopologyType != typesv1b2.TopologyCluster && ns != "" {
@@ -92,7 +84,7 @@ func divide(key string, spec *typesv1b2.Spec, ns string, template map[string]any
 	for _, cs := range cur.Clusters {
 		prev[cs.Name] = cs
 	}
-	in := division.Input{Key: key, Mode: division.ModeDivide, Replicas: int32(replicas), Dynamic: d.Dynamic == typesv1b2.DynamicAvailableReplicas, Failover: d.Failover}
+	in := division.Input{Key: key, Mode: division.ModeDivide, Replicas: replicas, Dynamic: d.Dynamic == typesv1b2.DynamicAvailableReplicas, Failover: d.Failover}
 	ready := map[string]int32{}
 	for _, it := range intents {
 		if it.Writer == "" || it.OverridesOf != "" || it.Status == StatusPlacementConflict || (it.Verb != Ensure && it.Status != StatusHeldBack) {
@@ -295,4 +287,59 @@ func replicasOverride(path string, ops []typesv1b1.ClusterOverride) *int32 {
 // still wins.
 func divisionOp(path string, n int32) typesv1b1.ClusterOverride {
 	return typesv1b1.ClusterOverride{Op: "add", Path: path, Value: &runtime.RawExtension{Raw: fmt.Appendf(nil, "%d", n)}}
+}
+
+// templateReplicas reads the replicas a divided template asks for at the
+// type's replicas path (1, the workloads' default, when it has none). A
+// path that is not valid, leads through something that is not an object,
+// or holds anything but an integer from 0 to MaxInt32 fails this object
+// with a message naming the path and its fix, never the type: objects
+// admitted before admission checked these (or written around it) fail
+// alone.
+func templateReplicas(template map[string]any, replicasPath string) (int32, error) {
+	fix := "fix spec.replicasPath of the type's FederatedTypeConfig (e.g. /spec/replicas), or use mode Duplicate"
+	if err := division.ValidateReplicasPath(replicasPath); err != nil {
+		return 0, fmt.Errorf("the type's replicasPath: %v; %s", err, fix)
+	}
+	segs, _ := division.ReplicasPathSegments(replicasPath)
+	v, ok, err := unstructured.NestedFieldNoCopy(template, segs...)
+	if err != nil {
+		return 0, fmt.Errorf("the type's replicasPath %s does not lead to a field of the template: %v; %s", replicasPath, err, fix)
+	}
+	if !ok || v == nil {
+		return 1, nil
+	}
+	var n float64
+	switch x := v.(type) {
+	case int64:
+		n = float64(x)
+	case float64:
+		n = x
+	default:
+		return 0, fmt.Errorf("the template's %s is %s, not an integer: a divided template holds its replicas there; %s", replicasPath, jsonKindOf(v), fix)
+	}
+	switch {
+	case n != math.Trunc(n):
+		return 0, fmt.Errorf("the template's %s is %v, not an integer", replicasPath, v)
+	case n < 0:
+		return 0, fmt.Errorf("the template's %s is %v: divided replicas must be >= 0", replicasPath, v)
+	case n > math.MaxInt32:
+		return 0, fmt.Errorf("the template's %s is %v: divided replicas must be at most %d", replicasPath, v, math.MaxInt32)
+	}
+	return int32(n), nil
+}
+
+// jsonKindOf names the kind of a JSON value for a message.
+func jsonKindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "true or false"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	return "not a number"
 }

@@ -32,9 +32,9 @@ func (c *Controller) memberWrites(m *clusters.Member, namespace string) instrume
 
 func (c *Controller) resourceOf(d dynamic.Interface, m *clusters.Member, namespace string) instrumented {
 	if namespace == "" {
-		return instrumented{d.Resource(c.typ.Target), m.Key()}
+		return instrumented{d.Resource(c.typ.Target), m.Name()}
 	}
-	return instrumented{d.Resource(c.typ.Target).Namespace(namespace), m.Key()}
+	return instrumented{d.Resource(c.typ.Target).Namespace(namespace), m.Name()}
 }
 
 // ensure makes the member hold d: create it when absent, update it when
@@ -330,7 +330,14 @@ func (c *Controller) createNamespace(ctx context.Context, m *clusters.Member, na
 			"annotations": map[string]any{CreatedByAnnotation: createdBy},
 		},
 	}}
-	_, err := instrumented{m.Dynamic.Resource(namespaces), m.Key()}.Create(ctx, ns, metav1.CreateOptions{})
+	labels, err := c.namespaceLabels(name)
+	if err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	if len(labels) > 0 {
+		ns.SetLabels(labels) // Pod Security from the start
+	}
+	_, err = instrumented{m.Dynamic.Resource(namespaces), m.Name()}.Create(ctx, ns, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

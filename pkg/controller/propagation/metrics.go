@@ -46,7 +46,7 @@ var (
 	memberRequestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "member_request_duration_seconds",
-		Help:           "Latency of the controller's requests to member clusters, by member (physical cluster) and verb.",
+		Help:           "Latency of the controller's requests to member clusters, by member (the name of the physical KubeFedCluster that reaches it) and verb.",
 		Buckets:        latencyBuckets,
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"member", "verb"})

@@ -227,6 +227,7 @@ func Plan(in Input) (Decision, error) {
 				}
 			}
 		}
+		placedOutside.Insert(movesOutside(in, moves, selected)...)
 		for _, m := range planMoves(in, moves, selected, draining) {
 			selected.Insert(m.to)
 			overridesOf[m.to] = m.cell
@@ -462,7 +463,7 @@ func planMoves(in Input, moves map[string]string, selected, draining sets.Set[st
 	for _, cell := range slices.Sorted(maps.Keys(moves)) {
 		to := moves[cell]
 		src, dst := byName[cell], byName[to]
-		if !selected.Has(cell) || draining.Has(cell) || draining.Has(to) || src.Member == "" || dst.Member == "" || src.Member == dst.Member {
+		if !selected.Has(cell) || draining.Has(cell) || draining.Has(to) || src.Member == "" || dst.Member == "" || src.Member == dst.Member || !inWorkspace(in, dst) {
 			continue
 		}
 		copied := in.Recorded.Has(to) || (dst.Ready && dst.Holds)

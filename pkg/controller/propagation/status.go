@@ -96,7 +96,9 @@ func (c *Controller) writeStatus(ctx context.Context, stored, fed *unstructured.
 		content["record"] = rc
 	}
 	planeWrites.WithLabelValues(c.typ.Name, WriteStatus).Inc()
-	updated, err := c.updateStatus(ctx, stored, content)
+	sctx, span := c.startStatusWrite(ctx)
+	updated, err := c.updateStatus(sctx, stored, content)
+	endSpan(span, err)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil

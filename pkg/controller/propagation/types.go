@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,7 @@ import (
 	typesv1b1 "github.com/cellfed/cellfed/pkg/apis/types/v1beta1"
 	typesv1b2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
 	"github.com/cellfed/cellfed/pkg/placement/division"
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // KubeFed's names, kept so either controller can take over from the other.
@@ -107,11 +109,9 @@ func TypeFor(u *unstructured.Unstructured) (t *Type, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), division.ReplicasPathField, err)
 	}
-	if replicasPath != "" {
-		if err := division.ValidateReplicasPath(replicasPath); err != nil {
-			return nil, false, fmt.Errorf("FederatedTypeConfig %s: spec.%s: %w", u.GetName(), division.ReplicasPathField, err)
-		}
-	}
+	// A replicas path that is not valid does not stop the type: its
+	// objects without a division propagate as ever, and divide refuses
+	// each divided one with a status message naming the path.
 	return &Type{
 		ReplicasPath:           replicasPath,
 		PropagatingAnnotations: strings.Join(patterns, ","),
@@ -212,9 +212,17 @@ type Options struct {
 	// churning in many clusters costs the plane at most one write per
 	// object per interval.
 	StatusInterval time.Duration
+	// PodSecurityLevel is the Pod Security level member namespaces
+	// enforce unless a platform admin labels their plane namespace with
+	// another (tenancy.LabelPodSecurity).
+	PodSecurityLevel string
+	// Tracer traces reconciles, member writes and status writes
+	// (tracing.go); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // DefaultOptions are the controller's defaults.
 func DefaultOptions() Options {
-	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, WriteWait: 2 * time.Second, RetryMax: 30 * time.Second, StatusInterval: time.Second}
+	return Options{Workers: 8, AdoptExisting: true, ClusterTimeout: 30 * time.Second, WriteWait: 2 * time.Second, RetryMax: 30 * time.Second, StatusInterval: time.Second,
+		PodSecurityLevel: tenancy.DefaultPodSecurityLevel}
 }

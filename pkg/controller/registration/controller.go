@@ -95,6 +95,7 @@ func New(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, files p
 	}); err != nil {
 		return nil, fmt.Errorf("watching the registration policy: %w", err)
 	}
+	registerMetrics(c)
 	return c, nil
 }
 

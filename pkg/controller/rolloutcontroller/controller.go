@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,9 @@ type Options struct {
 	// FederationNamespace holds the KubeFedClusters a cluster selector
 	// chooses from.
 	FederationNamespace string
+	// Tracer traces the steps that release batches (tracing.go); nil
+	// traces nothing.
+	Tracer trace.Tracer
 }
 
 // DefaultOptions are the defaults.
@@ -114,6 +118,7 @@ func New(federated schema.GroupVersionResource, plane dynamic.Interface, caches 
 		now:      time.Now,
 		recorded: map[string]string{},
 	}
+	defer registerMetrics(c)
 	if caches.Federated != nil {
 		c.informer = caches.Federated
 		return c
@@ -281,6 +286,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 // apply carries a decision out.
 func (c *Controller) apply(ctx context.Context, key string, obj *unstructured.Unstructured, d rollout.Decision) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("object", key)
+	ctx, endStep := c.traceStep(ctx, key, obj, d)
+	defer endStep()
 	var (
 		done bool
 		err  error
@@ -311,6 +318,7 @@ func (c *Controller) apply(ctx context.Context, key string, obj *unstructured.Un
 			return nil
 		})
 		if done {
+			pauses.WithLabelValues(c.resource.Resource, pauseReason(d)).Inc()
 			logger.Info("Paused the rollout", "reason", d.Message)
 			c.event(obj, true, "RolloutPaused", d.Message)
 		}

@@ -8,10 +8,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
-// revisionYAML is a revision's template and overrides as YAML.
+// revisionYAML is a revision's template and overrides as YAML, a
+// Secret kind's values as digests (rollout.Redact: revisions recorded
+// before cellfed redacted them included), so a diff says which value
+// changed and never what it holds.
 func revisionYAML(r *cellv1alpha1.TemplateRevision) (string, error) {
+	r, err := rollout.Redact(r)
+	if err != nil {
+		return "", err
+	}
 	v := map[string]any{}
 	for field, raw := range map[string][]byte{"template": r.Spec.Template.Raw, "overrides": r.Spec.Overrides.Raw} {
 		if len(raw) == 0 {

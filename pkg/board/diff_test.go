@@ -20,6 +20,12 @@ func revision(n int64, template, overrides string) *cellv1alpha1.TemplateRevisio
 	return r
 }
 
+func secretRevision(n int64, template, overrides string) *cellv1alpha1.TemplateRevision {
+	r := revision(n, template, overrides)
+	r.Spec.FederatedObject = cellv1alpha1.FederatedObjectReference{Kind: "FederatedSecret", Name: "db", UID: "6c1f"}
+	return r
+}
+
 func TestRevisionDiff(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -38,6 +44,16 @@ func TestRevisionDiff(t *testing.T) {
 			older: revision(3, `{"a":1}`, ""),
 			newer: revision(4, `{"a":1}`, `[{"topologyName":"rz00a"}]`),
 			want:  []string{"+overrides:", "+- topologyName: rz00a"},
+		},
+		{
+			// A FederatedSecret's values show as digests: which key
+			// changed, never what it holds (old revisions, recorded in
+			// clear, included).
+			name:    "a secret value changed",
+			older:   secretRevision(1, `{"data":{"password":"aHVudGVyMg==","user":"YWRtaW4="},"type":"Opaque"}`, `[{"clusterName":"c1","clusterOverrides":[{"path":"/data/password","value":"b3ZlcnJpZGRlbg=="}]}]`),
+			newer:   secretRevision(2, `{"data":{"password":"czNjcjN0LTI=","user":"YWRtaW4="},"type":"Opaque"}`, ""),
+			want:    []string{"-    password: (redacted sha256:", "+    password: (redacted sha256:", "     user: (redacted sha256:", "value: (redacted sha256:"},
+			wantNot: []string{"aHVudGVyMg==", "czNjcjN0LTI=", "YWRtaW4=", "b3ZlcnJpZGRlbg==", "-    user", "+    user"},
 		},
 		{name: "equal: no diff", older: revision(1, `{"a":1}`, ""), newer: revision(2, `{"a":1}`, ""), wantNot: []string{"---"}},
 		{name: "malformed", older: revision(1, `{`, ""), newer: revision(2, `{}`, ""), wantErr: true},

@@ -17,10 +17,12 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/placement"
+	"github.com/cellfed/cellfed/pkg/policy/federate"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -80,6 +82,11 @@ type Row struct {
 	// Error says why the object could not be read (a malformed object is
 	// shown, not hidden).
 	Error string `json:"error,omitempty"`
+	// Native is the native object a propagation policy made this object
+	// from ("Deployment web"), and Policy that policy
+	// ("PropagationPolicy shop/web"); both empty for a wrapper.
+	Native string `json:"native,omitempty"`
+	Policy string `json:"policy,omitempty"`
 }
 
 // Type is a federated type the board lists.
@@ -149,6 +156,7 @@ func SquareOf(r rollout.Row, revs []Revision) Square {
 func RowOf(typ Type, obj *unstructured.Unstructured, cells []placement.Topology, revs []Revision) Row {
 	row := Row{Key: typ.Resource + "/" + obj.GetName(), Kind: typ.Kind, Resource: typ.Resource, Name: obj.GetName(),
 		Labels: obj.GetLabels(), Squares: map[string]Square{}}
+	row.Native, row.Policy = NativeOf(obj)
 	fed, err := rollout.Decode(obj)
 	if err != nil {
 		row.Error = err.Error()
@@ -180,6 +188,20 @@ func RowOf(typ Type, obj *unstructured.Unstructured, cells []placement.Topology,
 		}
 	}
 	return row
+}
+
+// NativeOf names the native object a propagation policy made obj from
+// ("Deployment web", its controlling owner) and the policy
+// ("PropagationPolicy shop/web"); both "" when no policy made obj.
+func NativeOf(obj *unstructured.Unstructured) (native, policy string) {
+	ref := federate.PolicyOf(obj)
+	if ref == "" {
+		return "", ""
+	}
+	if owner := metav1.GetControllerOfNoCopy(obj); owner != nil {
+		native = owner.Kind + " " + owner.Name
+	}
+	return native, strings.Replace(ref, "/", " ", 1)
 }
 
 // Columns are the board's columns: the workspace's cells by name, then

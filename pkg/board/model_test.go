@@ -4,7 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/cellfed/cellfed/pkg/placement"
 	"github.com/cellfed/cellfed/pkg/rollout"
@@ -204,5 +206,35 @@ func TestRolloutArgs(t *testing.T) {
 	}
 	if _, err := RegistrationArgs("revoke", "edge-1"); err == nil {
 		t.Errorf("RegistrationArgs(revoke): no error; the board only approves and denies")
+	}
+}
+
+func TestNativeOf(t *testing.T) {
+	made := fedDeployment(1, []string{"rz00a"}, nil, nil)
+	made.SetAnnotations(map[string]string{"policy.cellfed.io/policy": "PropagationPolicy/shop/web"})
+	made.SetOwnerReferences([]metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "o"},
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "n1", Controller: ptr.To(true)},
+	})
+	cluster := fedDeployment(1, []string{"rz00a"}, nil, nil)
+	cluster.SetAnnotations(map[string]string{"policy.cellfed.io/policy": "ClusterPropagationPolicy/everywhere"})
+	for _, tc := range []struct {
+		name                   string
+		obj                    *unstructured.Unstructured
+		wantNative, wantPolicy string
+	}{
+		{"made by a policy from a Deployment", made, "Deployment web", "PropagationPolicy shop/web"},
+		{"made by a cluster policy, owner not set", cluster, "", "ClusterPropagationPolicy everywhere"},
+		{"a wrapper", fedDeployment(1, []string{"rz00a"}, nil, nil), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			native, policy := NativeOf(tc.obj)
+			if native != tc.wantNative || policy != tc.wantPolicy {
+				t.Errorf("NativeOf = %q, %q; want %q, %q", native, policy, tc.wantNative, tc.wantPolicy)
+			}
+			if row := RowOf(Type{Kind: "FederatedDeployment", Resource: "federateddeployments"}, tc.obj, nil, nil); row.Native != tc.wantNative || row.Policy != tc.wantPolicy {
+				t.Errorf("row native, policy = %q, %q; want %q, %q", row.Native, row.Policy, tc.wantNative, tc.wantPolicy)
+			}
+		})
 	}
 }

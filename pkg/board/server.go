@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -56,30 +57,55 @@ type Config struct {
 	User string
 }
 
-// CookieName is the session cookie.
-const CookieName = "cellfed-board"
+// CookiePrefix starts the name of every board's session cookie; each
+// board adds an ID of its own (Server.CookieName). Browsers keep cookies
+// per host, not per port, so two boards on one host with one cookie name
+// would sign each other out.
+const CookiePrefix = "cellfed-board-"
 
 // Server serves the board.
 type Server struct {
-	cfg   Config
-	token string // session secret; in the launch URL once, then a cookie
-	csrf  string
-	hosts map[string]bool // Host headers accepted (DNS-rebinding guard)
-	tmpl  *template.Template
-	ctx   context.Context
+	cfg    Config
+	launch string // the launch URL's token: exchanged once for a session
+	// launched is set by the first exchange of the launch token; every
+	// later use of it is refused.
+	launched atomic.Bool
+	session  string // the session cookie's value, distinct from launch
+	cookie   string // the session cookie's name, unique to this board
+	csrf     string
+	hosts    map[string]bool // Host headers accepted (DNS-rebinding guard)
+	tmpl     *template.Template
+	ctx      context.Context
 
 	mu     sync.Mutex
 	stores map[string]*Store
 }
 
+// randomHex is n random bytes in hex.
+func randomHex(n int) (string, []byte, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("reading random bytes: %w", err)
+	}
+	return hex.EncodeToString(b), b, nil
+}
+
 // NewServer makes a board server. ctx bounds its watches.
 func NewServer(ctx context.Context, cfg Config) (*Server, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	launch, _, err := randomHex(32)
+	if err != nil {
+		return nil, fmt.Errorf("making the launch token: %w", err)
+	}
+	session, key, err := randomHex(32)
+	if err != nil {
 		return nil, fmt.Errorf("making a session token: %w", err)
 	}
-	s := &Server{cfg: cfg, token: hex.EncodeToString(b), ctx: ctx, stores: map[string]*Store{}, hosts: map[string]bool{}}
-	mac := hmac.New(sha256.New, b)
+	id, _, err := randomHex(8)
+	if err != nil {
+		return nil, fmt.Errorf("making the board's cookie name: %w", err)
+	}
+	s := &Server{cfg: cfg, launch: launch, session: session, cookie: CookiePrefix + id, ctx: ctx, stores: map[string]*Store{}, hosts: map[string]bool{}}
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("csrf"))
 	s.csrf = hex.EncodeToString(mac.Sum(nil))
 	t, err := template.New("").Funcs(template.FuncMap{"join": strings.Join}).ParseFS(assets, "templates/*.html")
@@ -90,8 +116,13 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Token is the session token the launch URL carries.
-func (s *Server) Token() string { return s.token }
+// Token is the one-time token the launch URL carries. Its first use
+// sets the session cookie (another random value) and spends it.
+func (s *Server) Token() string { return s.launch }
+
+// CookieName is this board's session cookie: CookiePrefix and an ID of
+// its own, so boards on other ports of the same host keep their own.
+func (s *Server) CookieName() string { return s.cookie }
 
 // AllowHost accepts requests whose Host header is addr (host:port),
 // and the loopback spellings of its port.
@@ -135,12 +166,22 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			http.Error(w, "host "+r.Host+" is not this board's address; open the address `cellfedctl board` printed", http.StatusMisdirectedRequest)
 			return
 		}
+		signedIn := false
+		if c, err := r.Cookie(s.cookie); err == nil && equal(c.Value, s.session) {
+			signedIn = true
+		}
 		if tok := r.URL.Query().Get("token"); tok != "" {
-			if !equal(tok, s.token) {
+			if !equal(tok, s.launch) {
 				http.Error(w, "this board link's token is not valid (an older board?); open the address `cellfedctl board` printed", http.StatusUnauthorized)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// The launch token is spent by its first use; a browser
+			// signed in already may follow the link again.
+			if !s.launched.CompareAndSwap(false, true) && !signedIn {
+				http.Error(w, "this board link was used already (its token is one-time): restart `cellfedctl board` for a new link, or go on in the browser that opened it", http.StatusUnauthorized)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q := r.URL.Query()
 			q.Del("token")
 			u := *r.URL
@@ -148,8 +189,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
 		}
-		c, err := r.Cookie(CookieName)
-		if err != nil || !equal(c.Value, s.token) {
+		if !signedIn {
 			if strings.HasPrefix(r.URL.Path, "/static/") {
 				next.ServeHTTP(w, r)
 				return

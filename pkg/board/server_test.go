@@ -18,7 +18,7 @@ func TestSecurity(t *testing.T) {
 	}
 	s.AllowHost("127.0.0.1:8765")
 	h := s.Handler()
-	cookie := &http.Cookie{Name: CookieName, Value: s.Token()}
+	cookie := &http.Cookie{Name: s.CookieName(), Value: s.session}
 	for _, tc := range []struct {
 		name     string
 		method   string
@@ -75,7 +75,7 @@ func TestSecurity(t *testing.T) {
 			}
 			if tc.want == http.StatusSeeOther {
 				set := w.Header().Get("Set-Cookie")
-				if !strings.Contains(set, CookieName+"="+s.Token()) || !strings.Contains(set, "HttpOnly") || !strings.Contains(set, "SameSite=Strict") {
+				if !strings.Contains(set, s.CookieName()+"="+s.session) || !strings.Contains(set, "HttpOnly") || !strings.Contains(set, "SameSite=Strict") {
 					t.Errorf("Set-Cookie = %q", set)
 				}
 				if loc := w.Header().Get("Location"); loc != "/w/shop" {

@@ -110,11 +110,7 @@ func (t Type) GVR() schema.GroupVersionResource {
 // the workspace gets the plane's refusal (Forbidden) instead of an empty
 // board.
 func (s *Store) Watch(ctx context.Context, client dynamic.Interface) error {
-	gvrs := []schema.GroupVersionResource{cellv1alpha1.CellsResource, cellv1alpha1.TemplateRevisionsResource}
-	for _, t := range s.types {
-		gvrs = append(gvrs, t.GVR())
-	}
-	for _, gvr := range gvrs {
+	for _, gvr := range []schema.GroupVersionResource{cellv1alpha1.CellsResource, cellv1alpha1.TemplateRevisionsResource} {
 		if _, err := client.Resource(gvr).Namespace(s.ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			if apierrors.IsForbidden(err) {
 				return err
@@ -122,6 +118,28 @@ func (s *Store) Watch(ctx context.Context, client dynamic.Interface) error {
 			return fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), s.ns, err)
 		}
 	}
+	// A type the user may not read (FederatedSecrets, for a viewer who
+	// may not read Secrets) is left off the board, not the whole board;
+	// a user who may read none of them gets the refusal.
+	readable := s.types[:0:0]
+	var forbidden error
+	for _, t := range s.types {
+		if _, err := client.Resource(t.GVR()).Namespace(s.ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			if apierrors.IsForbidden(err) {
+				forbidden = err
+				klog.InfoS("Leaving a federated type off the board: the plane refuses to list it", "resource", t.GVR().Resource, "namespace", s.ns, "reason", err.Error())
+				continue
+			}
+			return fmt.Errorf("listing %s in %s: %w", t.GVR().GroupResource(), s.ns, err)
+		}
+		readable = append(readable, t)
+	}
+	if len(readable) == 0 && forbidden != nil {
+		return forbidden
+	}
+	s.mu.Lock()
+	s.types = readable
+	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	ok := false
 	defer func() {

@@ -127,3 +127,29 @@ func TestStoreForbidden(t *testing.T) {
 		t.Fatalf("Watch = %v, want Forbidden", err)
 	}
 }
+
+// TestStoreLeavesOffAForbiddenType: a type the user may not list (a
+// viewer's FederatedSecrets) is left off the board; the rest is served.
+func TestStoreLeavesOffAForbiddenType(t *testing.T) {
+	secrets := Type{Kind: "FederatedSecret", Resource: "federatedsecrets"}
+	deployments := Type{Kind: "FederatedDeployment", Resource: "federateddeployments"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		cellv1alpha1.CellsResource: "CellList", cellv1alpha1.TemplateRevisionsResource: "TemplateRevisionList",
+		secrets.GVR(): "FederatedSecretList", deployments.GVR(): "FederatedDeploymentList",
+	})
+	client.PrependReactor("list", "federatedsecrets", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "types.kubefed.io", Resource: "federatedsecrets"}, "", errors.New(`User "vera" cannot list`))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := NewStore("shop", []Type{secrets, deployments})
+	if err := s.Watch(ctx, client); err != nil {
+		t.Fatalf("Watch = %v, want the board without FederatedSecrets", err)
+	}
+	s.mu.Lock()
+	got := s.snapshotLocked().Types
+	s.mu.Unlock()
+	if len(got) != 1 || got[0].Resource != "federateddeployments" {
+		t.Errorf("the board's types are %v, want only federateddeployments", got)
+	}
+}

@@ -13,9 +13,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/cellfed/cellfed/pkg/tenancy"
 )
 
 // Group and Version are the proxy's API group and version.
@@ -47,6 +50,8 @@ func (s Scope) String() string {
 type Refusal struct {
 	Code    int
 	Message string
+	// RetryAfter, when set, is sent as Retry-After.
+	RetryAfter time.Duration
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -166,6 +171,10 @@ func DecideCell(s Scope, cluster, method, memberPath string, query url.Values) (
 		return Target{}, refuse(http.StatusForbidden,
 			"%s %s across all namespaces or cluster-scoped is refused through %s: it reaches only namespace %s on cluster %s; pass -n %s",
 			info.Verb, what, s, ns, cluster, ns)
+	case info.Namespace != ns && tenancy.ReservedNamespaceError(info.Namespace) != nil:
+		return Target{}, refuse(http.StatusForbidden,
+			"namespace %s is refused through %s: it reaches only namespace %s on cluster %s; %s is the cluster's own, no tenant workspace: only a platform admin reaches it, through the cluster proxy of %s",
+			info.Namespace, s, ns, cluster, info.Namespace, cluster)
 	case info.Namespace != ns:
 		return Target{}, refuse(http.StatusForbidden,
 			"namespace %s is refused through %s: it reaches only namespace %s on cluster %s; use a cell of the workspace %s",

@@ -75,6 +75,9 @@ func TestDecideCell(t *testing.T) {
 
 		{name: "other namespace", method: "GET", path: "/api/v1/namespaces/billing/pods", code: 403,
 			want: "namespace billing is refused through cell shop/rz10a: it reaches only namespace shop on cluster member-1; use a cell of the workspace billing"},
+		{name: "kube-system", method: "GET", path: "/api/v1/namespaces/kube-system/secrets", code: 403,
+			want: "namespace kube-system is refused through cell shop/rz10a: it reaches only namespace shop on cluster member-1; kube-system is the cluster's own, no tenant workspace: only a platform admin reaches it, through the cluster proxy of member-1"},
+		{name: "default", method: "GET", path: "/api/v1/namespaces/default/pods", code: 403, want: "default is the cluster's own, no tenant workspace"},
 		{name: "all namespaces", method: "GET", path: "/api/v1/pods", code: 403,
 			want: "list pods across all namespaces or cluster-scoped is refused through cell shop/rz10a: it reaches only namespace shop on cluster member-1; pass -n shop"},
 		{name: "cluster-scoped", method: "GET", path: "/api/v1/nodes", code: 403, want: "list nodes across all namespaces or cluster-scoped"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,9 @@ type Handler struct {
 	// Authorizer is the plane's authorizer: a cell proxy is for users who
 	// may get the Cell.
 	Authorizer authorizer.Authorizer
-	ready      atomic.Pointer[backend]
+	// Watches bounds each user's open watches; nil: no bound.
+	Watches *WatchLimit
+	ready   atomic.Pointer[backend]
 }
 
 type backend struct {
@@ -139,6 +142,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		target = DecideCluster(r.Method, memberPath, r.URL.Query())
+	}
+	if target.Verb == "watch" {
+		release, refusal := h.Watches.Acquire(u.GetName())
+		if refusal != nil {
+			h.refuse(ctx, w, refusal)
+			return
+		}
+		defer release()
 	}
 	audit.AddAuditAnnotations(ctx, AuditDecision, "allow", AuditUser, u.GetName(), AuditGroups, strings.Join(u.GetGroups(), ","),
 		AuditTenant, tenant, AuditRequest, describe(target))
@@ -292,6 +303,7 @@ var reasons = map[int]metav1.StatusReason{
 	http.StatusUnauthorized:        metav1.StatusReasonUnauthorized,
 	http.StatusForbidden:           metav1.StatusReasonForbidden,
 	http.StatusNotFound:            metav1.StatusReasonNotFound,
+	http.StatusTooManyRequests:     metav1.StatusReasonTooManyRequests,
 	http.StatusServiceUnavailable:  metav1.StatusReasonServiceUnavailable,
 	http.StatusInternalServerError: metav1.StatusReasonInternalError,
 }
@@ -302,6 +314,11 @@ func writeStatus(w http.ResponseWriter, r *Refusal) {
 	st := metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Message: r.Message, Reason: reasons[r.Code], Code: int32(r.Code),
+	}
+	if r.RetryAfter > 0 {
+		secs := int32(r.RetryAfter / time.Second)
+		st.Details = &metav1.StatusDetails{RetryAfterSeconds: secs}
+		w.Header().Set("Retry-After", strconv.Itoa(int(secs)))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -3,7 +3,9 @@ package cellproxy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,23 +32,135 @@ const (
 	LabelMemberRBAC = "cellfed.io/member-rbac"
 )
 
-var workloadGroups = []string{"", "apps", "batch", "autoscaling", "networking.k8s.io", "policy", "discovery.k8s.io"}
-
-var viewResources = []string{"pods", "pods/log", "pods/status", "services", "endpoints", "configmaps", "events", "persistentvolumeclaims",
-	"replicationcontrollers", "serviceaccounts", "deployments", "deployments/scale", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
-	"horizontalpodautoscalers", "ingresses", "networkpolicies", "poddisruptionbudgets", "endpointslices"}
-
-// MemberRoles are the member ClusterRoles, bound per namespace.
+// MemberRoles are the member ClusterRoles, bound per namespace: the app
+// team's is exactly Kubernetes' aggregated `edit` role of v1.36 (its own
+// rules and those of `view`, with DynamicResourceAllocation on, as it is
+// by default), the viewer's exactly `view`. Written out here rather than
+// bound to the member's own `edit`, whose aggregation may have been
+// widened by anything installed on the member; TestMemberEditRole
+// (test/e2e) compares them with a real member's bootstrap roles.
 func MemberRoles() []*rbacv1.ClusterRole {
 	labels := map[string]string{LabelMemberRBAC: "true"}
 	return []*rbacv1.ClusterRole{
-		{ObjectMeta: metav1.ObjectMeta{Name: MemberAppTeam, Labels: labels}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: workloadGroups, Resources: []string{"*"}, Verbs: []string{"*"}},
-		}},
-		{ObjectMeta: metav1.ObjectMeta{Name: MemberViewer, Labels: labels}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: workloadGroups, Resources: viewResources, Verbs: []string{"get", "list", "watch"}},
-		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: MemberAppTeam, Labels: labels}, Rules: EditRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: MemberViewer, Labels: labels}, Rules: ViewRules()},
 	}
+}
+
+// API groups of the member roles.
+const (
+	groupCore         = ""
+	groupApps         = "apps"
+	groupAutoscaling  = "autoscaling"
+	groupBatch        = "batch"
+	groupExtensions   = "extensions"
+	groupPolicy       = "policy"
+	groupNetworking   = "networking.k8s.io"
+	groupDiscovery    = "discovery.k8s.io"
+	groupEvents       = "events.k8s.io"
+	groupCoordination = "coordination.k8s.io"
+	groupResource     = "resource.k8s.io"
+)
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+)
+
+func rule(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+}
+
+func in(groups ...string) []string { return groups }
+
+// ViewRules are what Kubernetes' `view` grants in a namespace: reading
+// what is not a secret nor a way into a container. Among what it reads
+// and `edit` does not write are the namespace's ResourceQuotas and
+// LimitRanges, pods/status and bindings.
+func ViewRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		rule(readVerbs, in(groupCore), "pods", "pods/log", "pods/status", "bindings",
+			"replicationcontrollers", "replicationcontrollers/scale", "replicationcontrollers/status",
+			"serviceaccounts", "services", "services/status", "endpoints",
+			"persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps",
+			"limitranges", "resourcequotas", "resourcequotas/status", "namespaces", "namespaces/status"),
+		rule(readVerbs, in(groupCore, groupEvents), "events"),
+		rule(readVerbs, in(groupDiscovery), "endpointslices"),
+		rule(readVerbs, in(groupApps), "controllerrevisions",
+			"deployments", "deployments/scale", "deployments/status",
+			"replicasets", "replicasets/scale", "replicasets/status",
+			"statefulsets", "statefulsets/scale", "statefulsets/status",
+			"daemonsets", "daemonsets/status"),
+		rule(readVerbs, in(groupAutoscaling), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
+		rule(readVerbs, in(groupBatch), "jobs", "jobs/status", "cronjobs", "cronjobs/status"),
+		rule(readVerbs, in(groupExtensions), "daemonsets", "daemonsets/status",
+			"deployments", "deployments/scale", "deployments/status",
+			"replicasets", "replicasets/scale", "replicasets/status", "replicationcontrollers/scale",
+			"ingresses", "ingresses/status", "networkpolicies"),
+		rule(readVerbs, in(groupPolicy), "poddisruptionbudgets", "poddisruptionbudgets/status"),
+		rule(readVerbs, in(groupNetworking), "ingresses", "ingresses/status", "networkpolicies"),
+		rule(readVerbs, in(groupResource), "resourceclaims", "resourceclaims/status", "resourceclaimtemplates"),
+	}
+}
+
+// EditRules are what Kubernetes' aggregated `edit` grants in a
+// namespace: `view`, reading secrets and the ways into containers, and
+// writing workloads, their configuration and services. Not granted, as
+// in `edit` (CVE-2021-25740 and the platform's own objects): writing
+// endpoints, endpointslices, bindings or pods/binding,
+// pods/ephemeralcontainers, any /status, ResourceQuotas, LimitRanges,
+// the namespace, and RBAC.
+func EditRules() []rbacv1.PolicyRule {
+	return append(ViewRules(),
+		rule(readVerbs, in(groupCore), "secrets", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "services/proxy"),
+		rule([]string{"impersonate"}, in(groupCore), "serviceaccounts"),
+		rule(writeVerbs, in(groupCore), "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"),
+		rule([]string{"create"}, in(groupCore), "pods/eviction", "serviceaccounts/token"),
+		rule(writeVerbs, in(groupCore), "configmaps", "secrets", "serviceaccounts", "services", "services/proxy",
+			"persistentvolumeclaims", "replicationcontrollers", "replicationcontrollers/scale"),
+		rule(writeVerbs, in(groupCore, groupEvents), "events"),
+		rule(writeVerbs, in(groupApps), "deployments", "deployments/scale", "deployments/rollback",
+			"replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale", "daemonsets"),
+		rule(writeVerbs, in(groupAutoscaling), "horizontalpodautoscalers"),
+		rule(writeVerbs, in(groupBatch), "jobs", "cronjobs"),
+		rule(writeVerbs, in(groupExtensions), "daemonsets", "deployments", "deployments/scale", "deployments/rollback",
+			"replicasets", "replicasets/scale", "replicationcontrollers/scale", "ingresses", "networkpolicies"),
+		rule(writeVerbs, in(groupPolicy), "poddisruptionbudgets"),
+		rule(writeVerbs, in(groupNetworking), "ingresses", "networkpolicies"),
+		rule(append(slices.Clone(readVerbs), writeVerbs...), in(groupCoordination), "leases"),
+		rule(writeVerbs, in(groupResource), "resourceclaims", "resourceclaimtemplates"),
+	)
+}
+
+// Grants lists what rules allow, one "verb group/resource" (core group
+// written as "core") per pair, sorted: a form two rule sets can be
+// compared in however their rules are cut. Rules with a wildcard or
+// resource names give "verb group/resource" with the "*" or a
+// "[names]" suffix, so they never equal a plain grant.
+func Grants(rules []rbacv1.PolicyRule) []string {
+	seen := map[string]bool{}
+	for _, r := range rules {
+		suffix := ""
+		if len(r.ResourceNames) > 0 {
+			suffix = " [" + strings.Join(r.ResourceNames, ",") + "]"
+		}
+		for _, url := range r.NonResourceURLs {
+			for _, v := range r.Verbs {
+				seen[v+" "+url] = true
+			}
+		}
+		for _, g := range r.APIGroups {
+			if g == "" {
+				g = "core"
+			}
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					seen[v+" "+g+"/"+res+suffix] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // planeToMember maps the plane's tenant roles to member roles.

@@ -2,6 +2,7 @@ package cellproxy
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,6 +105,64 @@ func TestRBACSyncSchedule(t *testing.T) {
 				if got := s.next(now, resync); got > tc.nextMax {
 					t.Errorf("next = %v, want at most %v", got, tc.nextMax)
 				}
+			}
+		})
+	}
+}
+
+// allows reports whether rules grant verb on group/resource, wildcards
+// included (as RBAC matches them).
+func allows(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	for _, r := range rules {
+		if len(r.ResourceNames) == 0 && has(r.Verbs, verb) && has(r.APIGroups, group) && has(r.Resources, resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMemberRoles: an app team gets what Kubernetes' edit gives in its
+// namespace on a member, and not what edit leaves out (CVE-2021-25740's
+// endpoints, bindings, ephemeral containers, /status, the namespace's
+// quotas and limits); a viewer only reads.
+func TestMemberRoles(t *testing.T) {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, r := range MemberRoles() {
+		roles[r.Name] = r.Rules
+	}
+	for _, tc := range []struct {
+		name                   string
+		role, verb, group, res string
+		want                   bool
+	}{
+		{"app team creates pods", MemberAppTeam, "create", "", "pods", true},
+		{"app team execs", MemberAppTeam, "create", "", "pods/exec", true},
+		{"app team reads secrets", MemberAppTeam, "get", "", "secrets", true},
+		{"app team patches deployments", MemberAppTeam, "patch", "apps", "deployments", true},
+		{"app team writes leases", MemberAppTeam, "update", "coordination.k8s.io", "leases", true},
+		{"app team mints service account tokens", MemberAppTeam, "create", "", "serviceaccounts/token", true},
+		{"app team reads quotas", MemberAppTeam, "list", "", "resourcequotas", true},
+		{"no pods/binding", MemberAppTeam, "create", "", "pods/binding", false},
+		{"no bindings", MemberAppTeam, "create", "", "bindings", false},
+		{"no ephemeral containers", MemberAppTeam, "patch", "", "pods/ephemeralcontainers", false},
+		{"no endpoints writes", MemberAppTeam, "create", "", "endpoints", false},
+		{"no endpointslice writes", MemberAppTeam, "create", "discovery.k8s.io", "endpointslices", false},
+		{"no pods/status writes", MemberAppTeam, "update", "", "pods/status", false},
+		{"no deployment status writes", MemberAppTeam, "patch", "apps", "deployments/status", false},
+		{"no quota deletes", MemberAppTeam, "delete", "", "resourcequotas", false},
+		{"no limitrange deletes", MemberAppTeam, "delete", "", "limitranges", false},
+		{"no namespace writes", MemberAppTeam, "update", "", "namespaces", false},
+		{"no RBAC", MemberAppTeam, "create", "rbac.authorization.k8s.io", "rolebindings", false},
+		{"no policies of other groups", MemberAppTeam, "create", "admissionregistration.k8s.io", "validatingadmissionpolicies", false},
+		{"viewer lists pods", MemberViewer, "list", "", "pods", true},
+		{"viewer reads no secrets", MemberViewer, "get", "", "secrets", false},
+		{"viewer creates nothing", MemberViewer, "create", "", "configmaps", false},
+		{"viewer execs not", MemberViewer, "create", "", "pods/exec", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allows(roles[tc.role], tc.verb, tc.group, tc.res); got != tc.want {
+				t.Errorf("%s: %s %s/%s allowed = %v, want %v", tc.role, tc.verb, tc.group, tc.res, got, tc.want)
 			}
 		})
 	}

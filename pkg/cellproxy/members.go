@@ -47,11 +47,15 @@ type Options struct {
 	// it checks without a change.
 	MemberRBAC       bool
 	MemberRBACResync time.Duration
+	// MaxWatchesPerUser bounds the watches one user holds open through
+	// the proxy (0: no bound); the next one is refused with 429.
+	MaxWatchesPerUser int
 }
 
 // NewOptions returns the defaults.
 func NewOptions() Options {
-	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: true, MemberRBACResync: time.Minute}
+	return Options{DialTimeout: 10 * time.Second, TokenTTL: time.Hour, MemberRBAC: true, MemberRBACResync: time.Minute,
+		MaxWatchesPerUser: DefaultMaxWatchesPerUser}
 }
 
 // TunnelDialer opens connections to tunnelled members (proxy.Dialer).

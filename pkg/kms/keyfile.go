@@ -319,7 +319,10 @@ func syncDir(dir string) {
 
 // DefaultResources are the resources the plane encrypts with this plugin
 // unless told otherwise (its --encrypted-resources): Secrets, the Secrets
-// it federates (their template holds the data), and ClusterRegistrations
+// it federates (their template holds the data), ClusterRegistrations
 // (an agent hands the member's service-account token over in one, before
-// the plane moves it into a Secret).
-var DefaultResources = []string{"secrets", "federatedsecrets.types.kubefed.io", "clusterregistrations.core.cellfed.io"}
+// the plane moves it into a Secret), and TemplateRevisions (rollout
+// history: templates may carry credentials in env values or config, and
+// revisions written before cellfed kept a FederatedSecret's data apart
+// hold it).
+var DefaultResources = []string{"secrets", "federatedsecrets.types.kubefed.io", "clusterregistrations.core.cellfed.io", "templaterevisions.core.cellfed.io"}

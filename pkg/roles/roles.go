@@ -51,6 +51,7 @@ const (
 	groupCellfed    = "core.cellfed.io"       // Cells, TemplateRevisions
 	groupKubeFed    = "core.kubefed.io"       // PropagatedVersions, FederatedTypeConfigs, KubeFedClusters
 	groupScheduling = "scheduling.kubefed.io" // ReplicaSchedulingPreferences
+	groupPolicy     = "policy.cellfed.io"     // PropagationPolicies (ClusterPropagationPolicies: platform admins only)
 )
 
 var (
@@ -67,18 +68,53 @@ var (
 	viewerProxyRule = rbacv1.PolicyRule{APIGroups: []string{"proxy.cellfed.io"}, Resources: []string{"cells/proxy"}, Verbs: readVerbs}
 )
 
+// nativeRules name the native kinds the plane stores for app teams to
+// place on members (docs/native-objects.md): app teams write them in
+// their workspace, viewers read them. Their /status is written back by
+// the plane's controllers, not by app teams (reading the object reads
+// it); /scale is Kubernetes' edit role's. Secrets are in the app team's
+// rules only (Kubernetes' view role reads no Secrets either); they also
+// hold the data of its FederatedSecrets' TemplateRevisions (pkg/rollout:
+// a revision itself holds digests only, as viewers read it).
+var nativeRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts", "persistentvolumeclaims"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets", "replicasets"}},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}},
+	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}},
+}
+
+var (
+	secretsRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: writeVerbs}
+	scaleRule   = rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale", "statefulsets/scale", "replicasets/scale"},
+		Verbs: []string{"get", "update", "patch"}}
+)
+
+// withVerbs is rules, each with verbs.
+func withVerbs(rules []rbacv1.PolicyRule, verbs []string) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, len(rules))
+	for i, r := range rules {
+		r.Verbs = verbs
+		out[i] = r
+	}
+	return out
+}
+
 // ClusterRoles are the plane's ClusterRoles, in a fixed order.
 //
 // app team: every federated type (resources "*" of types.kubefed.io, so
 // types enabled later are covered, their /status included), rollout's
-// TemplateRevisions, KubeFed's ReplicaSchedulingPreferences, read of Cells
-// and PropagatedVersions. Bound with a
+// TemplateRevisions, KubeFed's ReplicaSchedulingPreferences,
+// PropagationPolicies (not ClusterPropagationPolicies), the native
+// kinds of nativeRules and Secrets, read of Cells and PropagatedVersions.
+// Bound with a
 // RoleBinding it applies to that namespace only: nothing in the
 // federation namespace (no Secrets, no KubeFedClusters), no Cells or
 // KubeFedClusters created. It aggregates into Kubernetes' edit and admin.
 //
-// viewer: read of the same; aggregates into view (and so into edit and
-// admin).
+// viewer: read of the same but Secrets; aggregates into view (and so
+// into edit and admin).
 //
 // platform admin: everything, bound with a ClusterRoleBinding.
 func ClusterRoles() []*rbacv1.ClusterRole {
@@ -92,24 +128,28 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		},
 		{
 			ObjectMeta: meta(AppTeam, map[string]string{aggregateToEdit: "true", aggregateToAdmin: "true"}),
-			Rules: []rbacv1.PolicyRule{
+			Rules: append([]rbacv1.PolicyRule{
 				{APIGroups: []string{groupTypes}, Resources: []string{"*"}, Verbs: writeVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions"}, Verbs: writeVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"cells", "cells/status"}, Verbs: readVerbs},
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
 				{APIGroups: []string{groupScheduling}, Resources: []string{"replicaschedulingpreferences"}, Verbs: writeVerbs},
+				{APIGroups: []string{groupPolicy}, Resources: []string{"propagationpolicies"}, Verbs: writeVerbs},
 				cellProxyRule,
-			},
+				secretsRule,
+				scaleRule,
+			}, withVerbs(nativeRules, writeVerbs)...),
 		},
 		{
 			ObjectMeta: meta(Viewer, map[string]string{aggregateToView: "true"}),
-			Rules: []rbacv1.PolicyRule{
+			Rules: append([]rbacv1.PolicyRule{
 				{APIGroups: []string{groupTypes}, Resources: []string{"*"}, Verbs: readVerbs},
 				{APIGroups: []string{groupCellfed}, Resources: []string{"templaterevisions", "cells", "cells/status"}, Verbs: readVerbs},
 				{APIGroups: []string{groupKubeFed}, Resources: []string{"propagatedversions"}, Verbs: readVerbs},
 				{APIGroups: []string{groupScheduling}, Resources: []string{"replicaschedulingpreferences"}, Verbs: readVerbs},
+				{APIGroups: []string{groupPolicy}, Resources: []string{"propagationpolicies"}, Verbs: readVerbs},
 				viewerProxyRule,
-			},
+			}, withVerbs(nativeRules, readVerbs)...),
 		},
 		{
 			ObjectMeta: meta(TypeReader, nil),

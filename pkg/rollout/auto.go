@@ -30,6 +30,9 @@ type Decision struct {
 	// RequeueAfter is when to look again without news: the progress
 	// deadline of the current batch.
 	RequeueAfter time.Duration
+	// DeadlineExceeded: the pause is for a batch past its progress
+	// deadline (not for a failed cell).
+	DeadlineExceeded bool
 }
 
 // Input is what an automatic rollout's next step is decided from.
@@ -83,7 +86,7 @@ func Decide(in Input) Decision {
 	if s.ProgressDeadline > 0 && !s.ProgressSince.IsZero() {
 		left := s.ProgressSince.Add(s.ProgressDeadline).Sub(in.Now)
 		if left <= 0 {
-			return Decision{Step: Pause, State: StatePaused, Message: fmt.Sprintf(
+			return Decision{Step: Pause, State: StatePaused, DeadlineExceeded: true, Message: fmt.Sprintf(
 				"progress deadline %s exceeded: %s not updated and ready since %s (%s)",
 				s.ProgressDeadline, strings.Join(sum.Waiting, ", "), FormatTime(s.ProgressSince), released)}
 		}

@@ -108,6 +108,9 @@ func (h History) Record(ctx context.Context, obj *unstructured.Unstructured) (*c
 		found := *newest
 		return &found, nil
 	}
+	if IsSecretKind(obj.GetKind()) {
+		h.redactStored(ctx, revs)
+	}
 	res := h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace())
 	var rev *cellv1alpha1.TemplateRevision
 	for i := range revs {
@@ -179,6 +182,18 @@ func (h History) create(ctx context.Context, obj *unstructured.Unstructured, has
 			rev.Spec.Overrides.Raw = raw
 		}
 	}
+	// A Secret kind's data never goes into the revision (readable by
+	// viewers): it holds digests, and a Secret owned by it the data.
+	secretData := IsSecretKind(obj.GetKind())
+	realTemplate, realOverrides := rev.Spec.Template.Raw, rev.Spec.Overrides.Raw
+	if secretData {
+		redacted, err := Redact(rev)
+		if err != nil {
+			return nil, err
+		}
+		rev = redacted
+		rev.Annotations = map[string]string{AnnotationDataSecret: rev.Name}
+	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rev)
 	if err != nil {
 		return nil, fmt.Errorf("encoding template revision: %w", err)
@@ -186,6 +201,7 @@ func (h History) create(ctx context.Context, obj *unstructured.Unstructured, has
 	u := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	created, err := h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	mine := err == nil
 	if apierrors.IsAlreadyExists(err) {
 		// Recorded meanwhile by another writer (the controller and
 		// cellfedctl both record): the same template, keep it.
@@ -197,6 +213,15 @@ func (h History) create(ctx context.Context, obj *unstructured.Unstructured, has
 	var out cellv1alpha1.TemplateRevision
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, &out); err != nil {
 		return nil, fmt.Errorf("decoding template revision %s: %w", created.GetName(), err)
+	}
+	if secretData && out.Annotations[AnnotationDataSecret] != "" {
+		if err := h.writeDataSecret(ctx, &out, realTemplate, realOverrides); err != nil {
+			if mine {
+				// No revision without its data: undo could not restore it.
+				_ = h.Client.Resource(cellv1alpha1.TemplateRevisionsResource).Namespace(obj.GetNamespace()).Delete(ctx, out.Name, metav1.DeleteOptions{})
+			}
+			return nil, fmt.Errorf("recording the template of %s as revision %d: %w", objectName(obj), number, err)
+		}
 	}
 	return &out, nil
 }

@@ -68,6 +68,14 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		if err := checkMySQL(ctx, cfg, backendTLS, o.SkipMySQLSafetyChecks); err != nil {
 			return nil, err
 		}
+		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
+		holdDB, err := openMySQL(cfg, backendTLS, "")
+		if err != nil {
+			return nil, err
+		}
+		if err := holdMySQLShared(ctx, holdDB, cfg, description); err != nil {
+			return nil, err
+		}
 		keepMark, err := o.recoverMySQL(ctx, cfg, backendTLS, markPath(o.DataDir, resource))
 		if err != nil {
 			return nil, err
@@ -79,7 +87,6 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 			}
 			return keepMark(ctx)
 		}
-		description = fmt.Sprintf("mysql %s@%s/%s", cfg.User, cfg.Addr, cfg.DBName)
 	case KindPostgres:
 		cfg, endpoint, err := o.postgresConfig()
 		if err != nil {
@@ -88,9 +95,12 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		if err := checkPostgres(ctx, cfg, o.SkipMySQLSafetyChecks); err != nil {
 			return nil, err
 		}
+		description = fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+		if err := holdPostgresShared(ctx, cfg, description); err != nil {
+			return nil, err
+		}
 		kineEndpoint = sharedSchemePrefix + endpoint
 		afterStart = func(ctx context.Context) error { return installOrderedIDs(ctx, cfg) }
-		description = fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	default:
 		path := o.sqlitePath()
 		if err := EnsureWritableDir(filepath.Dir(path)); err != nil {
@@ -98,6 +108,11 @@ func start(ctx context.Context, o *Options, socketName, resource string) (*Backe
 		}
 		kineEndpoint = sharedSchemePrefix + o.sqliteEndpoint()
 		description = "sqlite " + path
+		release, err := holdFile(path+".lock", false, holderName("cellfed-apiserver"), description)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, release)
 	}
 
 	socket, cleanup, err := socketPath(o.DataDir, socketName)

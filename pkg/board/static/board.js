@@ -35,7 +35,7 @@
 
     var visible = function (r) {
       if (fType.value && fType.value !== r.resource) return false;
-      if (fName.value && r.name.indexOf(fName.value.trim()) < 0) return false;
+      if (fName.value && r.name.indexOf(fName.value.trim()) < 0 && (r.native || "").indexOf(fName.value.trim()) < 0) return false;
       var sel = fLabel.value.trim();
       if (sel) {
         var parts = sel.split("=");
@@ -80,6 +80,10 @@
       var kind = r.kind + (r.revision ? " · " + r.revision : "") + (r.rollout ? " · " + r.rollout : "");
       th.appendChild(el("span", "kind", kind));
       th.title = r.name + ": " + kind;
+      if (r.native) {
+        th.appendChild(el("span", "native", "from " + r.native));
+        th.title += " · from " + r.native + ", placed by " + r.policy;
+      }
       if (r.error) th.appendChild(el("span", "error", r.error));
       tr.appendChild(th);
       var sum = el("td", "sum", r.released + " · " + r.updated + " · " + r.ready + " / " + r.placed);

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,10 @@ type BackupOptions struct {
 	// encrypted: the header lists the keys a restore needs.
 	KeyIDOf func(value []byte) (string, bool)
 	Batch   int64
+	// AfterSnapshot, when set, runs once a SQLite store's snapshot is
+	// written, with its path; an error stops the backup there (tests look
+	// at the snapshot with it).
+	AfterSnapshot func(path string) error
 }
 
 // Backup writes a consistent snapshot of a store, which may be in use by
@@ -39,7 +44,13 @@ func Backup(ctx context.Context, o BackupOptions) (Header, error) {
 	from := o.From
 	if from.Kind == storage.KindSQLite {
 		snap := o.To + ".sqlite-snapshot"
-		_ = os.Remove(snap)
+		// VACUUM INTO writes into an empty file as it finds it: one only
+		// the owner reads, created here and never through a symlink.
+		f, err := createPrivate(snap)
+		if err != nil {
+			return Header{}, fmt.Errorf("creating the snapshot file: %w", err)
+		}
+		f.Close()
 		defer os.Remove(snap)
 		src, err := OpenSource(ctx, from)
 		if err != nil {
@@ -49,6 +60,11 @@ func Backup(ctx context.Context, o BackupOptions) (Header, error) {
 		src.Close()
 		if err != nil {
 			return Header{}, fmt.Errorf("snapshotting %s with VACUUM INTO %s: %w", from.Description, snap, err)
+		}
+		if o.AfterSnapshot != nil {
+			if err := o.AfterSnapshot(snap); err != nil {
+				return Header{}, err
+			}
 		}
 		from, err = storage.DatabaseFor("sqlite://" + snap)
 		if err != nil {
@@ -100,7 +116,7 @@ func Backup(ctx context.Context, o BackupOptions) (Header, error) {
 		return Header{}, fmt.Errorf("creating the backup's directory: %w", err)
 	}
 	tmp := o.To + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := createPrivate(tmp)
 	if err != nil {
 		return Header{}, fmt.Errorf("creating the backup file: %w", err)
 	}
@@ -126,6 +142,26 @@ func Backup(ctx context.Context, o BackupOptions) (Header, error) {
 		return Header{}, fmt.Errorf("completing the backup file: %w", err)
 	}
 	return h, nil
+}
+
+// createPrivate creates path anew for writing, mode 0600 whatever the
+// umask: what is there already (a file an interrupted run left, a
+// symlink) is removed, not followed or reused, and the file is created
+// with O_EXCL, so nothing planted between the two is written through.
+func createPrivate(path string) (*os.File, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
 }
 
 // ReadHeader reads a backup file's header.
@@ -205,6 +241,13 @@ func Restore(ctx context.Context, o RestoreOptions) (RestoreResult, error) {
 			return res, err
 		}
 	}
+	// No plane may serve the store while it is replaced: its watch caches
+	// would stand at revisions the restored store has not reached.
+	release, err := storage.HoldExclusive(ctx, o.To, "cellfed-apiserver restore")
+	if err != nil {
+		return res, fmt.Errorf("refusing to restore: %w; nothing was written", err)
+	}
+	defer release()
 	dst, err := OpenTarget(ctx, o.To)
 	if err != nil {
 		return res, err

@@ -44,6 +44,18 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateResult, error) {
 	if o.Batch <= 0 {
 		return res, fmt.Errorf("batch size must be positive, got %d", o.Batch)
 	}
+	// A plane writing the source would leave the copy behind it; one
+	// serving the target would not see the rows copied under it.
+	for _, side := range []struct {
+		flag string
+		db   storage.Database
+	}{{"--from", o.From}, {"--to", o.To}} {
+		release, err := storage.HoldExclusive(ctx, side.db, "cellfed-apiserver migrate")
+		if err != nil {
+			return res, fmt.Errorf("refusing to migrate: %s: %w; nothing was copied", side.flag, err)
+		}
+		defer release()
+	}
 	src, dst, err := OpenPair(ctx, o.From, o.To)
 	if err != nil {
 		return res, err

@@ -145,7 +145,7 @@ func TestMigrateResumesAfterInterruption(t *testing.T) {
 		t.Fatalf("the resumed run copied %d of %d rows: it started over", res.Copied, res.Source.Rows)
 	}
 
-	c2, _ := startKine(t, dstOpts)
+	c2, stop2 := startKine(t, dstOpts)
 	got, gotRev := snapshot(t, c2)
 	if gotRev != wantRev || len(got) != len(want) {
 		t.Fatalf("target at revision %d with %d keys, source at %d with %d", gotRev, len(got), wantRev, len(want))
@@ -155,7 +155,9 @@ func TestMigrateResumesAfterInterruption(t *testing.T) {
 			t.Fatalf("%s: target %+v, source %+v", k, got[k], v)
 		}
 	}
-	// And back into a new data dir's SQLite, from the MariaDB copy.
+	// And back into a new data dir's SQLite, from the MariaDB copy, once
+	// no kine serves it (migrate refuses a live store).
+	stop2()
 	back := storage.NewOptions()
 	back.DataDir = t.TempDir() + "/plane"
 	backDB, err := storage.DatabaseFor(back.DataDir)
@@ -178,6 +180,7 @@ func TestMigrateResumesAfterInterruption(t *testing.T) {
 	}
 	stop3()
 
+	c2, _ = startKine(t, dstOpts)
 	r, err := c2.Put(ctx, "/registry/configmaps/default/after", "x")
 	if err != nil {
 		t.Fatal(err)

@@ -14,13 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 	fedv1beta1 "sigs.k8s.io/kubefed/pkg/apis/core/v1beta1"
 
 	"github.com/cellfed/cellfed/pkg/annotationrules"
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
 	"github.com/cellfed/cellfed/pkg/placement/division"
+	"github.com/cellfed/cellfed/pkg/version"
 )
 
 // kubefed.FederatedTypeConfigsResource is the FederatedTypeConfig resource.
@@ -110,35 +113,40 @@ func crdGVR(crd *apiextensionsv1.CustomResourceDefinition) schema.GroupVersionRe
 	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 }
 
-// ApplyCRD creates crd, or updates the existing CRD's spec and labels when
-// they differ.
+// ApplyCRD creates crd, or brings the existing CRD up to it as PlanCRD
+// decides for this binary's release: never over a CRD a newer release
+// wrote, keeping what an admin added that the release does not own.
 func ApplyCRD(ctx context.Context, c apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	_, err := applyCRD(ctx, c, crd, version.Own())
+	return err
+}
+
+func applyCRD(ctx context.Context, c apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, release *utilversion.Version) (CRDAction, error) {
 	crds := c.ApiextensionsV1().CustomResourceDefinitions()
 	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-		}
-		return nil
+		existing, err = nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+		return "", fmt.Errorf("reading CRD %s: %w", crd.Name, err)
 	}
-	want := existing.DeepCopy()
-	want.Spec = crd.Spec
-	if want.Labels == nil {
-		want.Labels = map[string]string{}
+	out, action := PlanCRD(existing, crd, release)
+	switch action {
+	case CRDCreate:
+		if _, err := crds.Create(ctx, out, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+	case CRDUpdate:
+		if _, err := crds.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+			return "", fmt.Errorf("updating CRD %s: %w", crd.Name, err)
+		}
+		klog.InfoS("Brought a CRD up to this release's schema", "crd", crd.Name, "release", out.Annotations[AnnotationSchemaRelease],
+			"was", existing.Annotations[AnnotationSchemaRelease])
+	case CRDNewer:
+		klog.InfoS("Leaving a CRD written by a newer release alone", "crd", crd.Name, "release", "v"+release.String(),
+			"crdRelease", existing.Annotations[AnnotationSchemaRelease])
 	}
-	for k, v := range crd.Labels {
-		want.Labels[k] = v
-	}
-	if equality.Semantic.DeepEqual(want.Spec, existing.Spec) && equality.Semantic.DeepEqual(want.Labels, existing.Labels) {
-		return nil
-	}
-	if _, err := crds.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating CRD %s: %w", crd.Name, err)
-	}
-	return nil
+	return action, nil
 }
 
 // WaitEstablished waits until the CRD's names are accepted and it is

@@ -3,7 +3,8 @@
 //
 // Kubernetes' version (k8s.io/component-base/version, served on /version
 // and printed by --version and `cellfedctl version`) comes from -ldflags
-// -X settings; `make build` sets them (v1.36.4+cellfed.<commit>). A binary
+// -X settings; `make build` sets them (v1.36.4+cellfed.<release>.<commit>,
+// the release read from the VERSION file at the repository's root). A binary
 // built with plain `go build` or `go install` keeps component-base's
 // placeholder, "v0.0.0-master+$Format:%H$", which is no semantic version:
 // `kubectl version` fails on it ("could not parse pre-release/metadata").
@@ -24,6 +25,8 @@ import (
 
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/component-base/version"
+
+	"github.com/cellfed/cellfed"
 )
 
 // placeholder is component-base's gitVersion when no -ldflags set it.
@@ -53,7 +56,7 @@ func init() {
 	if !ok {
 		return
 	}
-	b, ok := Derive(info)
+	b, ok := Derive(info, cellfed.Release())
 	if !ok {
 		return
 	}
@@ -77,17 +80,22 @@ type Build struct {
 	GitCommit, GitTreeState, BuildDate string
 }
 
-// Derive computes the version of a binary built without -ldflags:
-// v<Kubernetes line>+cellfed[.<12 hex digits of the VCS revision>], or
-// +cellfed.<sanitized main module version> for `go install module@version`.
+// Derive computes the version of a binary built without -ldflags from the
+// cellfed release it is built from (VERSION):
+// v<Kubernetes line>+cellfed.<release>[.<12 hex digits of the VCS revision>],
+// or +cellfed.<release>.<sanitized main module version> for `go install
+// module@version` when that version is not the release itself.
 // It reports false if the build information names no Kubernetes module.
-func Derive(info *debug.BuildInfo) (Build, bool) {
+func Derive(info *debug.BuildInfo, release string) (Build, bool) {
 	k8s := kubernetesVersion(info)
 	if k8s == nil {
 		return Build{}, false
 	}
 	b := Build{Major: strconv.FormatUint(uint64(k8s.Major()), 10), Minor: strconv.FormatUint(uint64(k8s.Minor()), 10)}
 	meta := "cellfed"
+	if _, ok := parseRelease(release); ok {
+		meta += "." + release
+	}
 	settings := map[string]string{}
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
@@ -99,13 +107,16 @@ func Derive(info *debug.BuildInfo) (Build, bool) {
 			b.GitTreeState = "dirty"
 		}
 		meta += "." + rev[:min(12, len(rev))]
-	case info.Main.Version != "" && info.Main.Version != "(devel)":
+	case info.Main.Version != "" && info.Main.Version != "(devel)" && info.Main.Version != release:
 		meta += "." + nonMetadata.ReplaceAllString(info.Main.Version, ".")
 	}
 	line := "v" + k8s.WithBuildMetadata("").String()
 	b.GitVersion = line + "+" + meta
 	if _, err := utilversion.ParseSemantic(b.GitVersion); err != nil {
 		b.GitVersion = line + "+cellfed"
+		if _, ok := parseRelease(release); ok {
+			b.GitVersion += "." + release
+		}
 	}
 	return b, true
 }

@@ -22,38 +22,44 @@ func TestDerive(t *testing.T) {
 		{
 			name: "go build in a clean checkout",
 			info: debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Deps: []*debug.Module{componentBase, kubernetes}, Settings: vcs},
-			want: Build{GitVersion: "v1.36.4+cellfed.580ab8fd62b6", Major: "1", Minor: "36", GitCommit: rev, GitTreeState: "clean", BuildDate: "2026-11-21T12:30:40Z"},
+			want: Build{GitVersion: "v1.36.4+cellfed.v0.1.0.580ab8fd62b6", Major: "1", Minor: "36", GitCommit: rev, GitTreeState: "clean", BuildDate: "2026-11-21T12:30:40Z"},
 			ok:   true,
 		},
 		{
 			name: "go build in a modified checkout",
 			info: debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261121123040-580ab8fd62b6+dirty"}, Deps: []*debug.Module{kubernetes},
 				Settings: append(vcs[:3:3], debug.BuildSetting{Key: "vcs.modified", Value: "true"})},
-			want: Build{GitVersion: "v1.36.4+cellfed.580ab8fd62b6", Major: "1", Minor: "36", GitCommit: rev, GitTreeState: "dirty", BuildDate: "2026-11-21T12:30:40Z"},
+			want: Build{GitVersion: "v1.36.4+cellfed.v0.1.0.580ab8fd62b6", Major: "1", Minor: "36", GitCommit: rev, GitTreeState: "dirty", BuildDate: "2026-11-21T12:30:40Z"},
 			ok:   true,
 		},
 		{
-			name: "go install module@version: no VCS stamp, the module version instead",
+			name: "go install module@version of the release: no VCS stamp, the release alone",
+			info: debug.BuildInfo{Main: debug.Module{Version: "v0.1.0"}, Deps: []*debug.Module{kubernetes}},
+			want: Build{GitVersion: "v1.36.4+cellfed.v0.1.0", Major: "1", Minor: "36"},
+			ok:   true,
+		},
+		{
+			name: "go install module@version of another version: the module version after the release",
 			info: debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}, Deps: []*debug.Module{kubernetes}},
-			want: Build{GitVersion: "v1.36.4+cellfed.v0.3.0", Major: "1", Minor: "36"},
+			want: Build{GitVersion: "v1.36.4+cellfed.v0.1.0.v0.3.0", Major: "1", Minor: "36"},
 			ok:   true,
 		},
 		{
 			name: "a pseudo-version with +dirty is made valid metadata",
 			info: debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261121123040-580ab8fd62b6+dirty"}, Deps: []*debug.Module{kubernetes}},
-			want: Build{GitVersion: "v1.36.4+cellfed.v0.0.0-20261121123040-580ab8fd62b6.dirty", Major: "1", Minor: "36"},
+			want: Build{GitVersion: "v1.36.4+cellfed.v0.1.0.v0.0.0-20261121123040-580ab8fd62b6.dirty", Major: "1", Minor: "36"},
 			ok:   true,
 		},
 		{
 			name: "only component-base (a client binary): v0.X.Y is Kubernetes v1.X.Y",
 			info: debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Deps: []*debug.Module{componentBase}},
-			want: Build{GitVersion: "v1.36.4+cellfed", Major: "1", Minor: "36"},
+			want: Build{GitVersion: "v1.36.4+cellfed.v0.1.0", Major: "1", Minor: "36"},
 			ok:   true,
 		},
 		{
 			name: "a release candidate keeps its pre-release",
 			info: debug.BuildInfo{Deps: []*debug.Module{{Path: "k8s.io/kubernetes", Version: "v1.37.0-rc.1"}}},
-			want: Build{GitVersion: "v1.37.0-rc.1+cellfed", Major: "1", Minor: "37"},
+			want: Build{GitVersion: "v1.37.0-rc.1+cellfed.v0.1.0", Major: "1", Minor: "37"},
 			ok:   true,
 		},
 		{
@@ -64,7 +70,7 @@ func TestDerive(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := Derive(&c.info)
+			got, ok := Derive(&c.info, "v0.1.0")
 			if ok != c.ok || got != c.want {
 				t.Fatalf("Derive = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
 			}

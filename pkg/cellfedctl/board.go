@@ -41,8 +41,10 @@ start/next/pause/resume/finish/undo and registration approve/deny.
 
 Every read and every action goes to the plane as you, through the same
 code as the matching cellfedctl command, so the plane's RBAC decides what
-you see and may do. Open the printed address (it carries a one-time
-token); Ctrl-C stops the board.`,
+you see and may do. Open the printed address: it carries a one-time
+token, exchanged on first use for a session cookie of this board alone
+(a second use of the address is refused; restart the board for a new
+one). Ctrl-C stops the board.`,
 		Example: examples(o.name,
 			"board -n shop",
 			"board -n shop --address=127.0.0.1:8765",

@@ -99,6 +99,7 @@ namespace).`, o.name),
 			"tenant create shop --tenant=acme --workspace=prod",
 			"tenant grant alice -n shop --role=app-team",
 			"status",
+			"doctor",
 			"rollout start deployment/web -n shop --cells=rz00a",
 			"kubeconfig --cell=rz00a -n shop > rz00a.kubeconfig",
 		),
@@ -125,7 +126,7 @@ namespace).`, o.name),
 	})
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newEnableCommand(o), newDisableCommand(o), newCellCommand(o),
-		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newTokenCommand(o), newRegistrationCommand(o), newRotateKeyCommand(o), newKubeconfigCommand(o), newVersionCommand(o), newBoardCommand(o))
+		newJoinCommand(o), newUnjoinCommand(o), newStatusCommand(o), newRolloutCommand(o), newTenantCommand(o), newTokenCommand(o), newRegistrationCommand(o), newRotateKeyCommand(o), newKubeconfigCommand(o), newVersionCommand(o), newBoardCommand(o), newDoctorCommand(o))
 	return root
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -271,6 +272,9 @@ func (m *moveOptions) waitMove(ctx context.Context, ns, name, to string) error {
 				printf(m.streams.Out, "%s", line)
 				last = line
 			}
+			if err := MoveBlockedError(&cell); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-wctx.Done():
@@ -283,6 +287,20 @@ func (m *moveOptions) waitMove(ctx context.Context, ns, name, to string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// MoveBlockedError is the end of a wait for a move that cannot go on
+// (the Cell's MoveBlocked condition is True), or nil. Its message says
+// why and how to unblock it. It is a pure function.
+func MoveBlockedError(cell *cellv1alpha1.Cell) error {
+	if cell.Spec.Move == nil || cell.Spec.Move.Undo {
+		return nil
+	}
+	c := apimeta.FindStatusCondition(cell.Status.Conditions, cellv1alpha1.CellMoveBlocked)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	return fmt.Errorf("cell %s/%s: the move to %s is blocked (%s): %s", cell.Namespace, cell.Name, cell.Spec.Move.To, c.Reason, c.Message)
 }
 
 func newCellStatusCommand(o *options) *cobra.Command {

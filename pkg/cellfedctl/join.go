@@ -280,6 +280,13 @@ func (j *joinOptions) run(ctx context.Context, name string) (err error) {
 	} else if err != nil {
 		return apiError(err, "reading the plane's federation namespace "+j.fedNamespace)
 	}
+	reg, err := registrationOf(ctx, plane.Dynamic, name)
+	if err != nil {
+		return err
+	}
+	if err := RegisteredNameError(j.name, j.fedNamespace, reg); err != nil {
+		return err
+	}
 	ref := j.fedNamespace + "/" + name
 	existing, err := clusters.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -31,10 +31,13 @@ func newKubeconfigCommand(o *options) *cobra.Command {
 for a member cluster (platform admins). Its credentials are those of the
 current kubeconfig context: the plane authenticates you and the member
 sees you, impersonated by the plane. The context's namespace is the
-cell's namespace.`,
+cell's namespace. With --as (and --as-group, --as-uid) the kubeconfig
+keeps the impersonation: its requests are made as that user, as
+kubectl --as does, and need the same right to impersonate on the plane.`,
 		Example: examples(o.name,
 			"kubeconfig --cell=rz10a -n shop > rz10a.kubeconfig",
 			"kubeconfig --cluster=member1 > member1.kubeconfig",
+			"kubeconfig --cell=rz10a -n shop --as=vera > vera-rz10a.kubeconfig",
 		),
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error { return ko.run(c.Context()) },
@@ -69,7 +72,11 @@ func (ko *kubeconfigOptions) run(ctx context.Context) error {
 	if err != nil {
 		return withFix(fmt.Errorf("loading kubeconfig: %w", err), "point --kubeconfig (or $KUBECONFIG) at a kubeconfig for the plane")
 	}
-	out, err := ProxyKubeconfig(raw, stringValue(ko.config.Context), ns, ko.cell, ko.cluster)
+	as := Impersonation{User: stringValue(ko.config.Impersonate), UID: stringValue(ko.config.ImpersonateUID)}
+	if ko.config.ImpersonateGroup != nil {
+		as.Groups = *ko.config.ImpersonateGroup
+	}
+	out, err := ProxyKubeconfig(raw, stringValue(ko.config.Context), ns, ko.cell, ko.cluster, as)
 	if err != nil {
 		return err
 	}
@@ -88,11 +95,20 @@ func stringValue(p *string) string {
 	return *p
 }
 
+// Impersonation is who a kubeconfig's requests are made as (kubectl's
+// --as, --as-group and --as-uid); empty for its own user.
+type Impersonation struct {
+	User, UID string
+	Groups    []string
+}
+
 // ProxyKubeconfig turns the context named contextName of raw ("": the
 // current one) into a self-contained kubeconfig for the plane's API proxy
 // of a cell (namespace and cell) or of a cluster: same credentials, the
-// plane's CA, the proxy path as server.
-func ProxyKubeconfig(raw clientcmdapi.Config, contextName, namespace, cell, cluster string) (*clientcmdapi.Config, error) {
+// plane's CA, the proxy path as server, and the impersonation as asked
+// (as), so that it acts as that user and never as the credentials'
+// owner.
+func ProxyKubeconfig(raw clientcmdapi.Config, contextName, namespace, cell, cluster string, as Impersonation) (*clientcmdapi.Config, error) {
 	if contextName == "" {
 		contextName = raw.CurrentContext
 	}
@@ -127,7 +143,18 @@ func ProxyKubeconfig(raw clientcmdapi.Config, contextName, namespace, cell, clus
 	target.Server = strings.TrimSuffix(u.String(), "/") + path
 	out := clientcmdapi.NewConfig()
 	out.Clusters[name] = target
-	out.AuthInfos[kctx.AuthInfo] = raw.AuthInfos[kctx.AuthInfo]
+	auth := raw.AuthInfos[kctx.AuthInfo]
+	if auth == nil {
+		return nil, fmt.Errorf("kubeconfig context %s names no user", contextName)
+	}
+	auth = auth.DeepCopy()
+	if as.User == "" && (as.UID != "" || len(as.Groups) > 0) {
+		return nil, errors.New("--as-group and --as-uid need --as=<user>; pass the user to act as")
+	}
+	if as.User != "" {
+		auth.Impersonate, auth.ImpersonateUID, auth.ImpersonateGroups = as.User, as.UID, as.Groups
+	}
+	out.AuthInfos[kctx.AuthInfo] = auth
 	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: kctx.AuthInfo, Namespace: namespace}
 	out.CurrentContext = name
 	return out, nil

@@ -22,8 +22,12 @@ func TestProxyKubeconfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, context, ns, cell, cluster string
+		as                               Impersonation
 		server, ctxName, err             string
 	}{
+		{name: "cell as vera", ns: "shop", cell: "rz10a", as: Impersonation{User: "vera", Groups: []string{"team-a"}}, ctxName: "cell-shop-rz10a",
+			server: "https://127.0.0.1:6443/apis/proxy.cellfed.io/v1alpha1/namespaces/shop/cells/rz10a/proxy"},
+		{name: "a group without a user", ns: "shop", cell: "rz10a", as: Impersonation{Groups: []string{"team-a"}}, err: "--as-group and --as-uid need --as=<user>"},
 		{name: "cell", ns: "shop", cell: "rz10a", ctxName: "cell-shop-rz10a",
 			server: "https://127.0.0.1:6443/apis/proxy.cellfed.io/v1alpha1/namespaces/shop/cells/rz10a/proxy"},
 		{name: "cluster", cluster: "member-1", ctxName: "cluster-member-1",
@@ -33,7 +37,7 @@ func TestProxyKubeconfig(t *testing.T) {
 		{name: "missing context", context: "nope", cluster: "m", err: `kubeconfig has no context "nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := ProxyKubeconfig(*raw.DeepCopy(), tc.context, tc.ns, tc.cell, tc.cluster)
+			out, err := ProxyKubeconfig(*raw.DeepCopy(), tc.context, tc.ns, tc.cell, tc.cluster, tc.as)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -49,6 +53,12 @@ func TestProxyKubeconfig(t *testing.T) {
 			}
 			if len(out.AuthInfos) != 1 || out.AuthInfos[c.AuthInfo] == nil {
 				t.Fatalf("credentials %v, want only the context's", out.AuthInfos)
+			}
+			if a := out.AuthInfos[c.AuthInfo]; a.Impersonate != tc.as.User || strings.Join(a.ImpersonateGroups, ",") != strings.Join(tc.as.Groups, ",") {
+				t.Fatalf("acts as %q %v, want %q %v", a.Impersonate, a.ImpersonateGroups, tc.as.User, tc.as.Groups)
+			}
+			if raw.AuthInfos["alice"].Impersonate != "" {
+				t.Fatal("the given kubeconfig changed")
 			}
 		})
 	}

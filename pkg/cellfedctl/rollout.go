@@ -52,8 +52,13 @@ batch, and pauses when a cell fails or a batch misses its deadline.
 
 <kind>/<name> names a federated object (federateddeployment/web,
 federateddeployments.types.kubefed.io/web) or, through the enabled types'
-FederatedTypeConfigs, its target kind (deployment/web). Cells are in the
-order spec.placement.topologies lists them (name order for a selector).`,
+FederatedTypeConfigs, its target kind (deployment/web). When the plane
+holds a native object of that name (deployment/web applied with kubectl
+or Helm), the command acts on the federated object its PropagationPolicy
+made for it, and fails when no policy places it. Such an object's
+template is the native object's: roll that back instead of rollout undo.
+Cells are in the order spec.placement.topologies lists them (name order
+for a selector).`,
 		Example: examples(o.name,
 			"rollout start deployment/web -n shop --cells=rz00a",
 			"rollout status deployment/web -n shop --watch",
@@ -134,10 +139,39 @@ func (r *rolloutOptions) load(ctx context.Context, arg string) (*target, error) 
 		ns = ""
 	}
 	t := &target{c: c, prog: r.name, fedNamespace: r.fedNamespace, typ: typ, ns: ns, name: name}
+	if typ.namesTarget(kind) && typ.TargetVersion != "" {
+		if err := t.checkNative(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.read(ctx); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// checkNative reads the native object a target kind names (deployment/web)
+// and fails unless the federated object of its name is the one its
+// propagation policy made, or a wrapper (checkNative in
+// rollout_target.go). A native object that is not on the plane, or that
+// the caller may not read, leaves the command to the federated object as
+// before.
+func (t *target) checkNative(ctx context.Context) error {
+	n, err := t.c.Dynamic.Resource(t.typ.TargetResource()).Namespace(t.ns).Get(ctx, t.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return nil
+	case err != nil:
+		return apiError(err, "reading "+t.typ.TargetKind+" "+nsName(t.ns, t.name))
+	}
+	fed, err := t.c.Dynamic.Resource(t.typ.Resource()).Namespace(t.ns).Get(ctx, t.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		fed = nil
+	case err != nil:
+		return apiError(err, "reading "+t.ref())
+	}
+	return checkNative(t.typ, n, fed)
 }
 
 // read (re)reads the object.

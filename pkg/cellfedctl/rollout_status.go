@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/policy/federate"
 	"github.com/cellfed/cellfed/pkg/rollout"
 )
 
@@ -302,6 +304,9 @@ func (u *rolloutUndoOptions) run(ctx context.Context, arg string) error {
 	if err != nil {
 		return err
 	}
+	if err := policyUndo(t); err != nil {
+		return err
+	}
 	h := rollout.History{Client: t.c.Dynamic}
 	revs, err := h.List(ctx, t.obj)
 	if err != nil {
@@ -324,6 +329,10 @@ func (u *rolloutUndoOptions) run(ctx context.Context, arg string) error {
 	} else if rev = rollout.Previous(revs, hash); rev == nil {
 		return fmt.Errorf("no earlier template of %s is recorded (history: %s), so there is nothing to undo; the history starts with `%s rollout start`",
 			t.ref(), revisionNumbers(revs), u.name)
+	}
+	// A FederatedSecret's revision keeps its data in a Secret of its own.
+	if rev, err = h.Load(ctx, rev); err != nil {
+		return apiError(err, "reading revision data of "+t.ref())
 	}
 	mask := t.mask()
 	pause := t.set.Active && t.set.Auto && !t.set.Paused
@@ -356,6 +365,22 @@ func (u *rolloutUndoOptions) run(ctx context.Context, arg string) error {
 		printf(u.streams.Out, "The automatic rollout is paused (%s); `%s rollout resume %s` goes on with the restored template.\n", reason, u.name, t.cmdRef())
 	}
 	return nil
+}
+
+// policyUndo refuses to undo an object a propagation policy made: its
+// template is the native object's, and the plane refuses a hand edit of
+// it; the native object is what to roll back.
+func policyUndo(t *target) error {
+	policy := federate.PolicyOf(t.obj)
+	if policy == "" {
+		return nil
+	}
+	native := "its native object"
+	if owner := metav1.GetControllerOfNoCopy(t.obj); owner != nil {
+		native = owner.Kind + " " + nsName(t.ns, owner.Name)
+	}
+	return fmt.Errorf("the template of %s is made from %s by %s, which own it (the plane refuses to change it here); roll back %s instead (helm rollback, or kubectl apply of its earlier manifest): the released cells get it as any change, through the rollout's mask",
+		t.ref(), native, strings.Replace(policy, "/", " ", 1), native)
 }
 
 func revisionNumbers(revs []cellv1alpha1.TemplateRevision) string {

@@ -3,6 +3,7 @@ package cellfedctl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,8 +15,10 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/cellfed/cellfed/pkg/apis/kubefed"
+	policyv1alpha1 "github.com/cellfed/cellfed/pkg/apis/policy/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/apis/types"
 	typesv1beta2 "github.com/cellfed/cellfed/pkg/apis/types/v1beta2"
+	"github.com/cellfed/cellfed/pkg/policy/federate"
 )
 
 // fedType is an enabled federated type, from its FederatedTypeConfig.
@@ -25,16 +28,27 @@ type fedType struct {
 	// Kind, Plural, Group of the federated type (FederatedDeployment,
 	// federateddeployments, types.kubefed.io).
 	Kind, Plural, Group string
-	// The target type (Deployment, deployments, apps).
-	TargetKind, TargetPlural, TargetGroup string
-	Namespaced                            bool
-	Enabled                               bool
+	// The target type (Deployment, deployments, apps, v1).
+	TargetKind, TargetPlural, TargetGroup, TargetVersion string
+	Namespaced                                           bool
+	Enabled                                              bool
 }
 
 // Resource is the federated type's v1beta2 resource, the version rollout
 // works in.
 func (t fedType) Resource() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: t.Group, Version: typesv1beta2.Version, Resource: t.Plural}
+}
+
+// TargetResource is the target (native) type's resource.
+func (t fedType) TargetResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: t.TargetGroup, Version: t.TargetVersion, Resource: t.TargetPlural}
+}
+
+// namesTarget reports whether kind spells t's target type (deployment,
+// deployments.apps), not its federated type.
+func (t fedType) namesTarget(kind string) bool {
+	return slices.Contains(spellings(t.TargetKind, t.TargetPlural, t.TargetGroup), strings.ToLower(kind))
 }
 
 // ref is "federateddeployment/web".
@@ -49,8 +63,9 @@ func fedTypeOf(u *unstructured.Unstructured) fedType {
 		Name: u.GetName(),
 		Kind: s("federatedType", "kind"), Plural: s("federatedType", "pluralName"), Group: s("federatedType", "group"),
 		TargetKind: s("targetType", "kind"), TargetPlural: s("targetType", "pluralName"), TargetGroup: s("targetType", "group"),
-		Namespaced: s("federatedType", "scope") != "Cluster",
-		Enabled:    s("propagation") != "Disabled",
+		TargetVersion: s("targetType", "version"),
+		Namespaced:    s("federatedType", "scope") != "Cluster",
+		Enabled:       s("propagation") != "Disabled",
 	}
 }
 
@@ -172,4 +187,55 @@ func joinOr(list []string, none string) string {
 		return none
 	}
 	return strings.Join(list, ", ")
+}
+
+// checkNative decides whether a command that named native object n (by
+// its target kind: deployment/web) acts on fed, the federated object of
+// the same name (nil: there is none): the one a propagation policy made
+// for n (recorded on n as cellfed.io/placed-by-policy, and owning fed),
+// or a wrapper of that name when no policy places n. A native object no
+// policy places, and a policy's object not made yet or taken by another,
+// are errors saying so. A command that named no native object (n nil:
+// none on the plane) works on fed as before.
+func checkNative(t fedType, n, fed *unstructured.Unstructured) error {
+	if n == nil {
+		return nil
+	}
+	what := t.TargetKind + " " + nsName(n.GetNamespace(), n.GetName())
+	fedRef := strings.ToLower(t.Kind) + " " + nsName(n.GetNamespace(), n.GetName())
+	policy := n.GetAnnotations()[policyv1alpha1.AnnotationPlacedByPolicy]
+	describe := "kubectl describe " + strings.ToLower(t.TargetKind) + " " + n.GetName()
+	if n.GetNamespace() != "" {
+		describe += " -n " + n.GetNamespace()
+	}
+	switch {
+	case fed != nil && madeFor(fed, n):
+		return nil
+	case fed != nil && federate.PolicyOf(fed) == "" && policy == "":
+		return nil // a wrapper of that name, as before policies
+	case fed != nil:
+		return fmt.Errorf("%s exists but no propagation policy made it for %s; name it as %s/%s to act on it, or delete it to let the policy make one",
+			fedRef, what, strings.ToLower(t.Kind), n.GetName())
+	case policy != "":
+		return fmt.Errorf("%s is placed by %s, but its federated object %s does not exist yet; wait for cellfed-controller to make it (`%s` shows its events)",
+			what, strings.Replace(policy, "/", " ", 1), fedRef, describe)
+	}
+	return fmt.Errorf("%s is placed by no propagation policy, so it has no federated object to act on; select it with a PropagationPolicy (docs/native-objects.md), `%s` says why it stays on the plane",
+		what, describe)
+}
+
+// madeFor reports whether fed is the federated object a policy made for
+// n: it names a policy and n (by uid) owns it.
+func madeFor(fed, n *unstructured.Unstructured) bool {
+	if federate.PolicyOf(fed) == "" {
+		return false
+	}
+	return slices.ContainsFunc(fed.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == n.GetUID() })
+}
+
+func nsName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
 }

@@ -43,6 +43,8 @@ what remains in the member.
 
 Unjoin refuses while Cells are placed on the cluster: it lists them; delete
 them first, or pass --force (the cells stay and report ClusterFound=False).
+It refuses while Cells are moving to the cluster: undo those moves first,
+or pass --force (the moves stop and report MoveBlocked=True).
 
 Running it again completes an unjoin that stopped half way.`,
 		Example: examples(o.name,
@@ -73,6 +75,27 @@ func CellsOn(cells []cellv1alpha1.Cell, cluster string) []string {
 	}
 	sort.Strings(on)
 	return on
+}
+
+// CellsMovingTo returns namespace/name of the cells moving to cluster
+// (spec.move.to; an undo too, which brings copies back from it), sorted.
+func CellsMovingTo(cells []cellv1alpha1.Cell, cluster string) []string {
+	var to []string
+	for _, c := range cells {
+		if c.Spec.Move != nil && c.Spec.Move.To == cluster {
+			to = append(to, c.Namespace+"/"+c.Name)
+		}
+	}
+	sort.Strings(to)
+	return to
+}
+
+// MovingError is the refusal to unjoin a cluster cells are moving to:
+// the moves could neither end nor bring their copies back.
+func MovingError(ctl, cluster string, cells []string) error {
+	ns, name, _ := strings.Cut(cells[0], "/")
+	return fmt.Errorf("cells are moving to cluster %s (%s); undo those moves first (e.g. `%s cell move %s -n %s --undo`, then wait for it to end), or pass --force to unjoin anyway (the moves stop, blocked: their cells report MoveBlocked=True, TargetNotFound, and copies already made stay on the member)",
+		cluster, strings.Join(cells, ", "), ctl, name, ns)
 }
 
 // CellsError is the refusal to unjoin a cluster that hosts cells.
@@ -149,6 +172,10 @@ func (u *unjoinOptions) run(ctx context.Context, name string) error {
 	on := CellsOn(cells, name)
 	if len(on) > 0 && !u.force {
 		return CellsError(u.name, name, on)
+	}
+	moving := CellsMovingTo(cells, name)
+	if len(moving) > 0 && !u.force {
+		return MovingError(u.name, name, moving)
 	}
 
 	// The member answers?
@@ -235,6 +262,9 @@ func (u *unjoinOptions) run(ctx context.Context, name string) error {
 	}
 	if len(on) > 0 {
 		fmt.Fprintf(u.streams.ErrOut, "warning: %d cell(s) still name cluster %s (%s); they report ClusterFound=False until deleted\n", len(on), name, strings.Join(on, ", "))
+	}
+	if len(moving) > 0 {
+		fmt.Fprintf(u.streams.ErrOut, "warning: %d cell(s) were moving to cluster %s (%s); their moves are blocked (MoveBlocked=True) until undone or the cluster is joined again\n", len(moving), name, strings.Join(moving, ", "))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
 	"k8s.io/component-base/version"
+
+	cellfedversion "github.com/cellfed/cellfed/pkg/version"
 )
 
 func newVersionCommand(o *options) *cobra.Command {
@@ -42,5 +44,8 @@ func printVersion(o *options, clientOnly bool) error {
 		return apiError(err, "reading the version of the server at "+cfg.Host)
 	}
 	printf(o.streams.Out, "Server Version: %s\n", sv.GitVersion)
+	if err := cellfedversion.ClientSkew.Check("cellfedctl", cellfedversion.Own(), sv.GitVersion); err != nil {
+		printf(o.streams.ErrOut, "Warning: %v (the skew policy: docs/operations.md, \"Versions and skew\")\n", err)
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,12 +9,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/version"
 )
 
 // AgentOptions configure Bootstrap and Renew. NewAgentOptions holds the
@@ -52,6 +55,9 @@ type AgentOptions struct {
 	RenewAfter float64
 	// RetryInterval spaces retries of a failed renewal.
 	RetryInterval time.Duration
+	// VersionWait bounds how long CheckPlaneVersion waits for the plane's
+	// /version (read every PollInterval).
+	VersionWait time.Duration
 
 	// state is where the State is kept (openState).
 	state Store
@@ -65,6 +71,7 @@ func NewAgentOptions() *AgentOptions {
 		PollInterval:    time.Second,
 		RenewAfter:      2.0 / 3.0,
 		RetryInterval:   10 * time.Second,
+		VersionWait:     time.Minute,
 	}
 }
 
@@ -199,4 +206,37 @@ func (o *AgentOptions) planeBase() (*rest.Config, error) {
 	}
 	return &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CAFile: cfg.CAFile, ServerName: cfg.ServerName},
 		Timeout: 15 * time.Second, UserAgent: "cellfed-agent/" + o.ClusterName}, nil
+}
+
+// CheckPlaneVersion applies the skew policy for cellfed-agent: it reads
+// the plane's /version without credentials (the public information every
+// Kubernetes API server shows) and refuses a plane of a release this agent
+// does not support. A plane whose version cannot be read within
+// VersionWait (unreachable, or hiding /version from anonymous clients) is
+// not checked (logged): an agent with a stored certificate needs only the
+// tunnel hub.
+func (o *AgentOptions) CheckPlaneVersion(ctx context.Context) error {
+	base, err := o.planeBase()
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(base)
+	if err != nil {
+		return fmt.Errorf("client for the plane at %s: %w", base.Host, err)
+	}
+	interval := o.PollInterval
+	if interval <= 0 {
+		interval = time.Second // Validate refuses it later, with the flag's name
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, o.VersionWait)
+	defer cancel()
+	planeVersion, err := version.PlaneVersion(waitCtx, dc.RESTClient(), interval)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		klog.InfoS("The plane's version could not be read; its release is not checked", "plane", base.Host, "after", o.VersionWait, "err", err)
+		return nil
+	}
+	return version.CheckPlaneVersion("cellfed-agent", version.ControllerSkew, planeVersion, base.Host)
 }

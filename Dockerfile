@@ -25,7 +25,7 @@ ARG GO_VERSION=1.26
 
 FROM golang:${GO_VERSION}-bookworm AS build
 ARG BINARY
-# The Makefile's VERSION and K8S_VERSION; REVISION is the git commit and
+# The VERSION file and the Makefile's K8S_VERSION; REVISION is the git commit and
 # BUILD_DATE its time (git log -1 --format=%cI), as `make images` stamps them.
 ARG VERSION=v0.1.0
 ARG K8S_VERSION=v1.36.4
@@ -39,7 +39,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     short=$(printf '%.12s' "${REVISION}") && \
     CGO_ENABLED=1 GOOS=linux go build \
       -tags netgo,osusergo,sqlite_omit_load_extension \
-      -ldflags "-X k8s.io/component-base/version.gitVersion=${K8S_VERSION}+cellfed.${short} \
+      -ldflags "-X k8s.io/component-base/version.gitVersion=${K8S_VERSION}+cellfed.${VERSION}.${short} \
         -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
         -X k8s.io/component-base/version.gitCommit=${short} -X k8s.io/component-base/version.gitTreeState=clean \
         -X k8s.io/component-base/version.buildDate=${BUILD_DATE} \

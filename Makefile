@@ -4,24 +4,25 @@ K8S_VERSION := v1.36.4
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 TREE := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty)
 BUILD_DATE := $(shell git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
+# cellfed's release (VERSION; CHANGELOG.md says what each one changed): in
+# every binary's version, the tag `make images` gives every image and the
+# tag manifests/deploy pins (manifests' tests check they agree). Bump
+# VERSION and manifests/deploy together when releasing.
+VERSION ?= $(shell cat VERSION)
 VERSION_PKG := k8s.io/component-base/version
-LDFLAGS := -X $(VERSION_PKG).gitVersion=$(K8S_VERSION)+cellfed.$(COMMIT) \
+LDFLAGS := -X $(VERSION_PKG).gitVersion=$(K8S_VERSION)+cellfed.$(VERSION).$(COMMIT) \
 	-X $(VERSION_PKG).gitMajor=1 -X $(VERSION_PKG).gitMinor=36 \
 	-X $(VERSION_PKG).gitCommit=$(COMMIT) -X $(VERSION_PKG).gitTreeState=$(TREE) \
 	-X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 GO_BUILD := go build -ldflags '$(LDFLAGS)'
 DATA_DIR ?= .cellfed
-# cellfed's release: the tag `make images` gives every image and the tag
-# manifests/deploy pins (manifests' tests check they agree). Bump both
-# together when releasing.
-VERSION ?= v0.1.0
 REGISTRY ?= ghcr.io/cellfed
 IMAGES ?= cellfed-apiserver cellfed-controller cellfed-agent cellfed-kms cellfed-webhook cellfed-proxy
 IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 E2E_TIMEOUT ?= 45m
 
-.PHONY: all build kubectl kubefed run demo test test-unit bench scale soak fuzz mariadb postgres chromium board-screenshots fmt vet clean images lint
+.PHONY: all build kubectl kubefed helm run demo test test-unit bench scale soak fuzz mariadb postgres chromium prometheus board-screenshots fmt vet clean images lint
 
 all: build
 
@@ -45,6 +46,13 @@ kubefed:
 	cd hack/kubefed && go build -ldflags "$(KUBEFED_LDFLAGS)" -o ../../bin/kubefed-controller-manager sigs.k8s.io/kubefed/cmd/controller-manager
 	cd hack/kubefed && go build -ldflags "$(KUBEFED_LDFLAGS)" -o ../../bin/kubefedctl sigs.k8s.io/kubefed/cmd/kubefedctl
 
+# Helm v4, unmodified, from its own module in hack/helm (Helm's Kubernetes
+# dependencies stay out of the main module), for the native-objects tests
+# (test/e2e/helm_test.go) and docs/native-objects.md.
+HELM_LDFLAGS = -X helm.sh/helm/v4/internal/version.version=$$(go list -m -f '{{.Version}}' helm.sh/helm/v4)
+helm:
+	cd hack/helm && go build -ldflags "$(HELM_LDFLAGS)" -o ../../bin/helm helm.sh/helm/v4/cmd/helm
+
 # The plane and cellfed-controller; Ctrl-C stops both, data is kept. ARGS go
 # to cellfed-apiserver, CONTROLLER_ARGS to cellfed-controller (hack/run.sh).
 run: build kubectl
@@ -67,6 +75,11 @@ postgres:
 chromium:
 	hack/chromium.sh
 
+# Debian's prometheus and promtool for the monitoring tests
+# (manifests/monitoring and TestMonitoringMetrics).
+prometheus:
+	hack/prometheus.sh
+
 # Regenerates docs/images/board-*.png: TestBoard writes the screenshots.
 board-screenshots: build chromium
 	CELLFED_BOARD_SCREENSHOTS=$(CURDIR)/docs/images go test -count=1 -run 'TestBoard$$' ./test/e2e/
@@ -74,7 +87,7 @@ board-screenshots: build chromium
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
 # end-to-end tests with kubectl against real processes. images first: the
 # image test (hack/images) runs the tarballs it leaves in _output/images.
-test: build kubectl kubefed mariadb postgres chromium vet images
+test: build kubectl kubefed helm mariadb postgres chromium prometheus vet images
 	TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test.sh ./...
 
 test-unit:
@@ -180,4 +193,4 @@ verify-manifests:
 
 # Deep-copy functions for cellfed's own API types.
 generate:
-	go run k8s.io/code-generator/cmd/deepcopy-gen@v0.36.4 --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./pkg/apis/core/v1alpha1
+	go run k8s.io/code-generator/cmd/deepcopy-gen@v0.36.4 --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./pkg/apis/core/v1alpha1 ./pkg/apis/policy/v1alpha1

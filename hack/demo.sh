@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
 # hack/demo.sh — a throwaway federation (`make demo`), all in a temp dir:
 # the plane and cellfed-controller (hack/run.sh's functions), three
-# member-apiservers on free ports joined as member-1..3, the tenant
+# member-apiservers on free ports joined as member-1..3, and the tenant
 # workspace "shop" with four cells (rz00a and rz01a on member-1, rz10a on
-# member-2, rz20a on member-3), and an app released to three cells: a
-# FederatedDeployment (5 replicas on rz10a by override) and a
-# FederatedService. Then, in the same run, the release story, each step
-# printed as the command a user would type and what it shows:
+# member-2, rz20a on member-3). Then the release story, each step printed
+# as the command a user would type and what it shows:
 #
-#   1. per-cell readiness: the demo plays the members' workload
-#      controllers (the members are bare API servers) and READY fills in;
-#   2. an app team's identity (`cellfedctl tenant grant`), which does the
+#   1. plain manifests and one policy: a Deployment api, the ConfigMap it
+#      reads with envFrom and a Service applied as they are, a
+#      PropagationPolicy placing them on rz00a, rz10a and rz20a; the demo
+#      plays the members' workload controllers (the members are bare API
+#      servers) and `kubectl rollout status deployment/api` returns
+#      against the plane;
+#   2. the same with KubeFed's wrapper types: web, a FederatedDeployment
+#      (5 replicas on rz10a by override) and a FederatedService on the same
+#      cells, READY per cell; the steps below release web;
+#   3. an app team's identity (`cellfedctl tenant grant`), which does the
 #      releases below and is refused in another workspace;
-#   3. grayscale: `rollout start --cells=rz00a`, an image update reaches
+#   4. grayscale: `rollout start --cells=rz00a`, an image update reaches
 #      one cell, `rollout next`, `rollout finish`;
-#   4. disaster recovery: member-2 stops, rz10a is masked out, an update
+#   5. disaster recovery: member-2 stops, rz10a is masked out, an update
 #      is released to the rest; member-2 comes back untouched until
 #      `rollout finish` adds it back;
-#   5. roll back with `rollout undo`.
+#   6. roll back with `rollout undo`.
 #
 # Every step checks what it expects (polling with a deadline, DEMO_TIMEOUT
 # s, default 300) and on a miss prints what it expected and what it saw
@@ -33,7 +38,6 @@ TIMEOUT=${DEMO_TIMEOUT:-300}
 export PLANE_TIMEOUT=$TIMEOUT CONTROLLER_TIMEOUT=$TIMEOUT
 NS=shop
 CELLS=(rz00a:member-1 rz01a:member-1 rz10a:member-2 rz20a:member-3)
-PLACED=(rz00a rz10a rz20a)
 declare -A WANT_REPLICAS=([member-1]=2 [member-2]=5 [member-3]=2)
 declare -a MEMBER_ARGS=()
 WORKLOADS_PID=""
@@ -48,6 +52,7 @@ cleanup() {
 		kill "$WORKLOADS_PID" 2>/dev/null || true
 		wait "$WORKLOADS_PID" 2>/dev/null || true
 	fi
+	stop_procs board || true
 	stop_procs cellfed-controller || true
 	stop_procs cellfed-apiserver || true
 	stop_procs member-1 member-2 member-3 || true
@@ -141,53 +146,7 @@ for c in "${CELLS[@]}"; do
 done
 eventually "cells ready" "True True True True " \
 	kubectl get cells -n "$NS" -o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}'
-log "Members joined, cells ready after $((SECONDS - start))s. Releasing web to ${PLACED[*]}..."
-
-placement="{topologyType: cell, topologies: [{name: ${PLACED[0]}}, {name: ${PLACED[1]}}, {name: ${PLACED[2]}}]}"
-kubectl apply -f - >/dev/null <<EOF
-apiVersion: types.kubefed.io/v1beta2
-kind: FederatedDeployment
-metadata: {name: web, namespace: $NS}
-spec:
-  placement: $placement
-  overrides:
-  - topologyName: rz10a
-    clusterOverrides: [{path: /spec/replicas, value: 5}]
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      replicas: 2
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec: {containers: [{name: web, image: "nginx:1.27", ports: [{containerPort: 80}]}]}
----
-apiVersion: types.kubefed.io/v1beta2
-kind: FederatedService
-metadata: {name: web, namespace: $NS}
-spec:
-  placement: $placement
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      type: ClusterIP
-      selector: {app: web}
-      ports: [{name: http, port: 80, targetPort: 80, protocol: TCP}]
-EOF
-
-status_view='jsonpath={range .status.topologies[*]}{.name}={.status} {end}{.status.conditions[?(@.type=="Propagation")].status}'
-for kind in federateddeployments federatedservices; do
-	eventually "$kind/web propagated" "rz00a=OK rz10a=OK rz20a=OK True" \
-		kubectl get "$kind.v1beta2.types.kubefed.io" web -n "$NS" -o "$status_view"
-done
-for i in 1 2 3; do
-	eventually "deployment and service web in member-$i" "${WANT_REPLICAS[member-$i]} ClusterIP" \
-		kubectl --kubeconfig="$DEMO/member-$i/admin.kubeconfig" get deployment/web service/web -n "$NS" \
-		-o 'jsonpath={.items[0].spec.replicas} {.items[1].spec.type}'
-done
-eventually "cells count the objects they hold" "2 0 2 2 " \
-	kubectl get cells -n "$NS" -o 'jsonpath={range .items[*]}{.status.objects}{" "}{end}'
-log "Propagated to all three cells after $((SECONDS - start))s."
+log "Members joined, cells ready after $((SECONDS - start))s."
 
 # --- the story -------------------------------------------------------------
 
@@ -281,7 +240,7 @@ workload_controllers() {
 
 cat <<EOF
 
-==== cellfed demo: a plane, a controller, three members, web released to three cells ====
+==== cellfed demo: a plane, a controller, three members, four cells ====
 To explore from another shell:
   export DEMO=$DEMO KUBECONFIG=$KUBECONFIG PATH=$BIN:\$PATH
 Open the release board in a browser and watch every cell change as the steps run:
@@ -289,24 +248,129 @@ Open the release board in a browser and watch every cell change as the steps run
 EOF
 show 'cellfedctl status'
 show 'kubectl get cells -n shop'
-show 'kubectl get federateddeployments,federatedservices -n shop'
-show "kubectl get federateddeployments web -n shop -o jsonpath='{range .status.topologies[*]}{.name}{\"\\t\"}{.cluster}{\"\\t\"}{.status}{\"\\t\"}ready={.ready}{\"\\n\"}{end}'"
-printf '\n# The same object read as KubeFed'"'"'s v1beta1: cells become per-cell clusters <namespace>.<cell>\n'
-show "kubectl get federateddeployments.v1beta1.types.kubefed.io web -n shop -o jsonpath='{.spec.placement}{\"\\n\"}{.spec.overrides}{\"\\n\"}'"
-show "$MEMBERS_CMD"
 
-step "Per-cell readiness" "The members are bare kube-apiservers: they store Deployments but run no
-controllers and no pods, so nothing is ready yet (READY 0/3 above). From
-here on the demo plays the members' workload controllers: a loop that marks
-each member Deployment rolled out and ready at its generation, through the
-status subresource (log: \$DEMO/logs/workload-controllers.log). The
-controller reflows each member's status into the federated object."
+step "Plain manifests and one policy" "An app team applies its manifests as they are, as to one cluster: a
+Deployment api, the ConfigMap api-env it reads with envFrom, and a Service.
+The plane stores them and runs none of them; one PropagationPolicy places
+the Deployment and the Service on rz00a, rz10a and rz20a, and the ConfigMap
+follows the Deployment that references it."
+show "kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: api-env, namespace: shop}
+data: {GREETING: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - {name: api, image: \"nginx:1.27\", envFrom: [{configMapRef: {name: api-env}}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop}
+spec:
+  selector: {app: api}
+  ports: [{port: 80, targetPort: 80}]
+EOF"
+show "kubectl apply -f - <<'EOF'
+apiVersion: policy.cellfed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: api, namespace: shop}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: api}
+  - {apiVersion: v1, kind: Service, name: api}
+  placement: {topologies: [{name: rz00a}, {name: rz10a}, {name: rz20a}]}
+EOF"
+for i in 1 2 3; do
+	eventually "deployment api, configmap api-env and service api in member-$i" "api api-env api" \
+		kubectl --kubeconfig="$DEMO/member-$i/admin.kubeconfig" get deployment/api configmap/api-env service/api -n "$NS" \
+		-o 'jsonpath={.items[*].metadata.name}'
+done
+log "api placed on three cells after $((SECONDS - start))s."
+show 'kubectl get propagationpolicies -n shop'
+say "The members are bare kube-apiservers: they store Deployments but run no
+# controllers and no pods, so nothing is ready yet. From here on the demo
+# plays the members' workload controllers: a loop that marks each member
+# Deployment rolled out and ready at its generation, through the status
+# subresource (log: \$DEMO/logs/workload-controllers.log). The plane's
+# Deployment gets its status from the cells, so kubectl rollout status
+# works against the plane as against one cluster."
 workload_controllers >"$DEMO/logs/workload-controllers.log" 2>&1 &
 WORKLOADS_PID=$!
+show "kubectl rollout status deployment/api -n shop --timeout=${TIMEOUT}s" || { log "error: kubectl rollout status deployment/api did not succeed within ${TIMEOUT}s"; tail_named cellfed-controller; exit 1; }
+eventually "api ready in every cell" "3/3 3/3" \
+	kubectl get federateddeployments api -n "$NS" -o 'jsonpath={.status.ready} {.status.propagated}'
+show 'kubectl get deployment api -n shop'
+show 'cellfedctl status deployment/api -n shop'
+show 'for m in 1 2 3; do echo "member-$m: $(kubectl --kubeconfig=$DEMO/member-$m/admin.kubeconfig -n shop get deploy api -o jsonpath='"'"'{.spec.template.spec.containers[0].image} envFrom {.spec.template.spec.containers[0].envFrom[0].configMapRef.name} ready {.status.readyReplicas}/{.spec.replicas}'"'"' 2>&1)"; done'
+
+step "The same with KubeFed's wrapper types" "Without a policy, the team writes the federated object itself: KubeFed's
+wrappers carry the template, the placement and the overrides in one
+object. The releases below use web, a FederatedDeployment and a
+FederatedService on the same three cells. The workload controllers' loop
+makes it ready, and cellfed-controller reflows each member's status into
+the federated object."
+
+show "kubectl apply -f - <<'EOF'
+apiVersion: types.kubefed.io/v1beta2
+kind: FederatedDeployment
+metadata: {name: web, namespace: shop}
+spec:
+  placement: {topologies: [{name: rz00a}, {name: rz10a}, {name: rz20a}]}
+  overrides:
+  - topologyName: rz10a
+    clusterOverrides: [{path: /spec/replicas, value: 5}]
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      replicas: 2
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: web, image: \"nginx:1.27\", ports: [{containerPort: 80}]}]}
+---
+apiVersion: types.kubefed.io/v1beta2
+kind: FederatedService
+metadata: {name: web, namespace: shop}
+spec:
+  placement: {topologies: [{name: rz00a}, {name: rz10a}, {name: rz20a}]}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      type: ClusterIP
+      selector: {app: web}
+      ports: [{name: http, port: 80, targetPort: 80, protocol: TCP}]
+EOF"
+
+status_view='jsonpath={range .status.topologies[*]}{.name}={.status} {end}{.status.conditions[?(@.type=="Propagation")].status}'
+for kind in federateddeployments federatedservices; do
+	eventually "$kind/web propagated" "rz00a=OK rz10a=OK rz20a=OK True" \
+		kubectl get "$kind.v1beta2.types.kubefed.io" web -n "$NS" -o "$status_view"
+done
+for i in 1 2 3; do
+	eventually "deployment and service web in member-$i" "${WANT_REPLICAS[member-$i]} ClusterIP" \
+		kubectl --kubeconfig="$DEMO/member-$i/admin.kubeconfig" get deployment/web service/web -n "$NS" \
+		-o 'jsonpath={.items[0].spec.replicas} {.items[1].spec.type}'
+done
+eventually "cells count the objects they hold" "5 0 5 5 " \
+	kubectl get cells -n "$NS" -o 'jsonpath={range .items[*]}{.status.objects}{" "}{end}'
+log "Propagated to all three cells after $((SECONDS - start))s."
 eventually "web ready in every cell" "3/3 3/3 3/3" fed_status
+show 'kubectl get cells -n shop'
+show 'kubectl get federateddeployments,federatedservices -n shop'
+show "kubectl get federateddeployments web -n shop -o jsonpath='{range .status.topologies[*]}{.name}{\"\\t\"}{.cluster}{\"\\t\"}{.status}{\"\\t\"}ready={.ready}{\"\\t\"}readyReplicas={.remoteStatus.readyReplicas}{\"\\n\"}{end}'"
+printf '\n# The same object read as KubeFed'"'"'s v1beta1: cells become per-cell clusters <namespace>.<cell>\n'
+show "kubectl get federateddeployments.v1beta1.types.kubefed.io web -n shop -o jsonpath='{.spec.placement}{\"\\n\"}{.spec.overrides}{\"\\n\"}'"
 show 'cat $DEMO/logs/workload-controllers.log'
-show 'kubectl get federateddeployments -n shop'
-show "kubectl get federateddeployments web -n shop -o jsonpath='{range .status.topologies[*]}{.name}{\"\\t\"}ready={.ready}{\"\\t\"}readyReplicas={.remoteStatus.readyReplicas}{\"\\n\"}{end}'"
+show "$MEMBERS_CMD"
 
 step "An app team's identity" "The platform admin creates a service account for the shop team's release
 pipeline and grants it the app-team role in workspace shop only; the

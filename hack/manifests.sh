@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generates manifests/crds/ from Go types with controller-gen: KubeFed's core
 # API from the sigs.k8s.io/kubefed module (markers and all, never a copy of
-# its YAML) and cellfed's own core.cellfed.io API from pkg/apis.
+# its YAML) and cellfed's own core.cellfed.io and policy.cellfed.io APIs
+# from pkg/apis.
 #
 #   hack/manifests.sh            regenerate manifests/crds/
 #   hack/manifests.sh --verify   regenerate into a temp dir, diff, fail on drift
@@ -38,6 +39,8 @@ crds=(
 	core.kubefed.io_kubefedclusters.yaml
 	core.kubefed.io_kubefedconfigs.yaml
 	core.kubefed.io_propagatedversions.yaml
+	policy.cellfed.io_clusterpropagationpolicies.yaml
+	policy.cellfed.io_propagationpolicies.yaml
 	scheduling.kubefed.io_replicaschedulingpreferences.yaml
 )
 
@@ -65,6 +68,7 @@ gen=$tmp/gen
 	output:crd:dir="$gen")
 (cd "$root" && "$controller_gen" crd \
 	paths=./pkg/apis/core/v1alpha1 \
+	paths=./pkg/apis/policy/v1alpha1 \
 	output:crd:dir="$gen")
 fedgen=$tmp/fedgen
 (cd "$root" && "$controller_gen" crd \

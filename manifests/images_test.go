@@ -4,7 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,18 +18,18 @@ import (
 const registry = "ghcr.io/cellfed"
 
 // imageRef is the image `make images` builds for a binary:
-// ghcr.io/cellfed/<binary>:<the Makefile's VERSION>.
+// ghcr.io/cellfed/<binary>:<the VERSION file>.
 func imageRef(t *testing.T, binary string) string {
 	t.Helper()
-	data, err := os.ReadFile(repoPath(t, "Makefile"))
+	data, err := os.ReadFile(repoPath(t, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^VERSION \?= (\S+)$`).FindSubmatch(data)
-	if m == nil {
-		t.Fatal("the Makefile sets no VERSION")
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		t.Fatal("the VERSION file is empty")
 	}
-	return registry + "/" + binary + ":" + string(m[1])
+	return registry + "/" + binary + ":" + v
 }
 
 // TestAgentManifestImage checks that manifests/agent, which users also

@@ -48,6 +48,18 @@ var want = []struct {
 		status: true,
 	},
 	{
+		name: "clusterpropagationpolicies.policy.cellfed.io", group: "policy.cellfed.io", kind: "ClusterPropagationPolicy",
+		scope: apiextensionsv1.ClusterScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
+		status: true, shortNames: []string{"cpp"},
+		columns: []column{
+			{"Priority", "integer", ".spec.priority"},
+			{"Topology", "string", ".spec.placement.topologyType"},
+			{"Placed", "integer", ".status.placed"},
+			{"Shadowed", "integer", ".status.shadowed"},
+			{"Age", "date", ".metadata.creationTimestamp"},
+		},
+	},
+	{
 		name: "clusterregistrations.core.cellfed.io", group: "core.cellfed.io", kind: "ClusterRegistration",
 		scope: apiextensionsv1.ClusterScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
 		status: true, shortNames: []string{"creg"},
@@ -81,6 +93,18 @@ var want = []struct {
 		name: "propagatedversions.core.kubefed.io", group: "core.kubefed.io", kind: "PropagatedVersion",
 		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
 		status: true,
+	},
+	{
+		name: "propagationpolicies.policy.cellfed.io", group: "policy.cellfed.io", kind: "PropagationPolicy",
+		scope: apiextensionsv1.NamespaceScoped, versions: []string{"v1alpha1"}, storage: "v1alpha1",
+		status: true, shortNames: []string{"pp"},
+		columns: []column{
+			{"Priority", "integer", ".spec.priority"},
+			{"Topology", "string", ".spec.placement.topologyType"},
+			{"Placed", "integer", ".status.placed"},
+			{"Shadowed", "integer", ".status.shadowed"},
+			{"Age", "date", ".metadata.creationTimestamp"},
+		},
 	},
 	{
 		name: "registrationpolicies.core.cellfed.io", group: "core.cellfed.io", kind: "RegistrationPolicy",

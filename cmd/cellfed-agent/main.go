@@ -79,6 +79,10 @@ func selfRegister(ctx context.Context, o *agent.Options, reg *registration.Agent
 	if o.CertFile != "" || o.KeyFile != "" {
 		return nil, errors.New("--plane-kubeconfig (self-registration) and --cert-file/--key-file exclude each other; registration keeps the certificate in --state-dir or --state-secret")
 	}
+	// The skew policy, before the agent registers or changes anything.
+	if err := reg.CheckPlaneVersion(ctx); err != nil {
+		return nil, err
+	}
 	reg.ClusterName = o.Cluster
 	member, err := o.RESTConfig()
 	if err != nil {

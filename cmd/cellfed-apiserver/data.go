@@ -35,7 +35,8 @@ MySQL/MariaDB or PostgreSQL) row by row with its ids, so every resourceVersion
 clients hold stays valid and the target's next revision continues above the
 source's. It never writes to the source, verifies every key's rows (value,
 revisions, lease, flags) by hash and prints what differs, and can be resumed
-after an interruption (--resume). Encrypted values are copied as they are:
+after an interruption (--resume). It refuses a source or target a plane still
+runs on, naming it. Encrypted values are copied as they are:
 start the plane on the target with the same --data-dir (PKI) and KMS key file.
 
   cellfed-apiserver migrate --from /var/lib/cellfed --to 'mysql://cellfed:pw@tcp(db:3306)/cellfed'`,
@@ -137,7 +138,7 @@ restore checks them.
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "The plane's data directory (its embedded SQLite database when no --datastore-endpoint is given).")
 	cmd.Flags().StringVar(&endpoint, "datastore-endpoint", "", "The plane's --datastore-endpoint, when it is not the embedded SQLite.")
-	cmd.Flags().StringVar(&to, "to", "", "The backup file to write (written to FILE.tmp, renamed when complete).")
+	cmd.Flags().StringVar(&to, "to", "", "The backup file to write (written to FILE.tmp, mode 0600, renamed when complete).")
 	return cmd
 }
 
@@ -149,7 +150,8 @@ func newRestoreCommand() *cobra.Command {
 		Use:   "restore --from FILE --to <data-dir|endpoint>",
 		Short: "Write a backup into a stopped plane's store, started above every revision clients saw",
 		Long: `restore writes a backup file into a stopped plane's store in one transaction.
-It refuses a store that holds rows unless --force, and a plane whose PKI or
+It refuses a store a plane still runs on (even with --force), naming it, a
+store that holds rows unless --force, and a plane whose PKI or
 KMS key file does not match the backup's (the plane identity record and the
 KMS key IDs it holds).
 

@@ -74,6 +74,13 @@ kubeconfig in --data-dir; later starts reuse them.`,
 	}
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	// The named flag sets above are the plane's own help; the data
+	// subcommands (init, migrate, backup, restore, split) would inherit
+	// it and list the plane's flags instead of theirs. They keep cobra's.
+	for _, sub := range cmd.Commands() {
+		sub.SetHelpFunc((&cobra.Command{}).HelpFunc())
+		sub.SetUsageFunc((&cobra.Command{}).UsageFunc())
+	}
 	return cmd
 }
 

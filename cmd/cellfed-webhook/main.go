@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/logs"
+	"k8s.io/component-base/version/verflag"
 
 	_ "github.com/cellfed/cellfed/pkg/version" // a version kubectl parses, also without the Makefile's -ldflags
 	"github.com/cellfed/cellfed/pkg/webhook"
@@ -24,10 +25,12 @@ func main() {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
 			return webhook.Run(genericapiserver.SetupSignalContext(), o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	verflag.AddFlags(cmd.Flags())
 	logs.AddFlags(cmd.Flags())
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "cellfed-webhook: %v\n", err)

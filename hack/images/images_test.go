@@ -29,7 +29,7 @@ import (
 )
 
 // The images `make images` builds, and what running each entrypoint shows.
-// cellfed-webhook has no --version flag; its --help names it.
+// cellfed-webhook is checked with --help, which names it.
 var images = []struct {
 	name string
 	args []string
@@ -60,7 +60,7 @@ func TestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version, err := makefileVersion(filepath.Join(root, "Makefile"))
+	version, err := releaseVersion(filepath.Join(root, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,17 +117,18 @@ func validateImage(t *testing.T, path string) {
 	}
 }
 
-// makefileVersion reads `VERSION ?= …` from the Makefile: the images' tag.
-func makefileVersion(makefile string) (string, error) {
-	data, err := os.ReadFile(makefile)
+// releaseVersion reads the VERSION file: the images' tag (the Makefile's
+// VERSION).
+func releaseVersion(file string) (string, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return "", err
 	}
-	m := regexp.MustCompile(`(?m)^VERSION \?= (\S+)$`).FindSubmatch(data)
-	if m == nil {
-		return "", fmt.Errorf("%s sets no VERSION", makefile)
+	v := strings.TrimSpace(string(data))
+	if !regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z-]+)?$`).MatchString(v) {
+		return "", fmt.Errorf("%s holds %q, not a release like v0.1.0", file, v)
 	}
-	return string(m[1]), nil
+	return v, nil
 }
 
 func head(root string) string {

@@ -46,7 +46,7 @@ func TestCellfedctl(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		out := ctl.ok(t, "version")
 		if !strings.Contains(out, "Client Version: v1.36.4+cellfed.") || !strings.Contains(out, "Server Version: v1.36.4+cellfed.") {
-			t.Errorf("version printed %q, want client and server v1.36.4+cellfed.<commit>", out)
+			t.Errorf("version printed %q, want client and server v1.36.4+cellfed.<release>.<commit>", out)
 		}
 	})
 

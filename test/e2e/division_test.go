@@ -173,6 +173,59 @@ func TestReplicaDivision(t *testing.T) {
 	if got := f.kubectl.MustRun(t, "", "-n", framework.KubeFedNamespace, "get", "federatedtypeconfigs", "deployments.apps", "-o", "jsonpath={.spec.replicasPath}"); got != "/spec/replicas" {
 		t.Fatalf("spec.replicasPath read back as %q: the plane's schema dropped it", got)
 	}
+	// Issue #40: a path to a field that is not an integer, or not
+	// normalised, was accepted and broke division for the type.
+	for _, c := range []struct{ path, want string }{
+		{"/spec/template/spec/containers/0/name", "/spec/template/spec/containers/0/name is a string, not an integer"},
+		{"/spec/../metadata", `is not normalised: a JSON pointer has no ".." segments`},
+	} {
+		if _, err := f.kubectl.Run(context.Background(), "", append(ftc, `{"spec":{"replicasPath":"`+c.path+`"}}`)...); err == nil ||
+			!strings.Contains(err.Error(), "spec.replicasPath: Invalid value: \""+c.path+"\"") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("replicasPath %s: %v; want it refused with %q", c.path, err, c.want)
+		}
+	}
+	refuseDivisions(t, f.kubectl)
+}
+
+// refuseDivisions applies divisions a hostile or careless tenant might
+// (issue #40) to the real plane and checks that each is refused with a
+// message naming the field: negative divided replicas were admitted,
+// numbers past int32 were refused as "<nil>: Invalid value: \"\"", and
+// 2147483647 replicas by weights [2147483647, 1] stalled propagation for
+// every tenant.
+func refuseDivisions(t *testing.T, k framework.Kubectl) {
+	t.Helper()
+	cells := []string{"rz00a", "rz10a"}
+	withReplicas := func(name, replicas, division string) string {
+		return strings.Replace(deployment("shop", name, "nginx:1.27", cells, division), "replicas: 2", "replicas: "+replicas, 1)
+	}
+	for _, c := range []struct {
+		name, obj string
+		want      []string
+	}{
+		{"negative replicas", withReplicas("neg", "-5", "  replicaDivision: {mode: Divide}\n"),
+			[]string{"spec.template.spec.replicas: Invalid value: -5: must be >= 0 when spec.replicaDivision.mode is Divide"}},
+		{"a weight past int32", withReplicas("wide", "4", "  replicaDivision: {mode: Divide, topologies: [{name: rz00a, weight: 3000000000}]}\n"),
+			[]string{"spec.replicaDivision.topologies[0].weight: Invalid value: 3000000000: must be from 0 to 1000000"}},
+		{"a surge past int32", withReplicas("surge", "4", "  replicaDivision: {mode: Divide, maxSurge: 99999999999}\n"),
+			[]string{"spec.replicaDivision.maxSurge: Invalid value: 99999999999: must be from 1 to 1000000"}},
+		{"MaxInt32 replicas by weights MaxInt32:1", withReplicas("huge", "2147483647", "  replicaDivision: {mode: Divide, topologies: [{name: rz00a, weight: 2147483647}, {name: rz10a, weight: 1}]}\n"),
+			[]string{"spec.template.spec.replicas: Invalid value: 2147483647: must be at most 1000000", "spec.replicaDivision.topologies[0].weight: Invalid value: 2147483647: must be from 0 to 1000000"}},
+	} {
+		_, err := k.Run(context.Background(), c.obj, "apply", "-f", "-")
+		if err == nil {
+			t.Errorf("%s: admitted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v; want %q", c.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("%s: the refusal names no field: %v", c.name, err)
+		}
+	}
 }
 
 // unstructuredInt reads an integer field of unstructured content.

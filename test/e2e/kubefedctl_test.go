@@ -301,7 +301,7 @@ func dataIs(key, value string) func(*unstructured.Unstructured) error {
 }
 
 // kfctlInput is a local file for `kubefedctl federate -f`: objects the
-// plane does not have (and a Deployment, a type it does not serve).
+// plane does not have (a ConfigMap and a Deployment).
 const kfctlInput = `apiVersion: v1
 kind: ConfigMap
 metadata:

@@ -292,6 +292,7 @@ func TestPropagation(t *testing.T) {
 	t.Run("a placement mask releases to the masked cells only", func(t *testing.T) { testPlacementMask(t, f) })
 	t.Run("disaster-recovery release with a member down", func(t *testing.T) { testDisasterRecoveryRelease(t, f) })
 	t.Run("member status reflows for every type", func(t *testing.T) { testStatusReflow(t, f) })
+	t.Run("a native object's status is aggregated over its cells", func(t *testing.T) { testNativeStatus(t, f) })
 	t.Run("annotation and label rules", func(t *testing.T) { testAnnotationRules(t, f, outer) })
 	t.Run("tenants never touch each other", func(t *testing.T) { testTenantIsolation(t, f) })
 

@@ -150,7 +150,14 @@ func TestTenantRoles(t *testing.T) {
 			{"list", "federatedtypeconfigs.core.kubefed.io", fedNS, "yes"}, // rollout resolves kinds with them
 			{"create", "cells.core.cellfed.io", "shop", "no"},
 			{"delete", "cells.core.cellfed.io", "shop", "no"},
-			{"get", "secrets", "shop", "no"},
+			// Secrets are a native kind the app team ships (and hold
+			// the data of its FederatedSecrets' revisions): every verb
+			// in its workspace, none in the federation namespace.
+			{"get", "secrets", "shop", "yes"},
+			{"create", "secrets", "shop", "yes"},
+			{"list", "secrets", "shop", "yes"},
+			{"watch", "secrets", "shop", "yes"},
+			{"update", "secrets", "shop", "yes"},
 			{"get", "secrets", fedNS, "no"},
 			{"list", "secrets", fedNS, "no"},
 			{"get", "kubefedclusters.core.kubefed.io", fedNS, "no"},

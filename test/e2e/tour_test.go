@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +27,8 @@ func TestDemo(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "demo.sh"))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "DEMO_EXIT=1", "DEMO_STEP=0", "DEMO_TIMEOUT=240", "TMPDIR="+t.TempDir())
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "DEMO_EXIT=1", "DEMO_STEP=0", "DEMO_TIMEOUT=240", "TMPDIR="+tmp)
 	if dir := os.Getenv("CELLFED_BIN_DIR"); dir != "" {
 		cmd.Env = append(cmd.Env, "BIN="+dir)
 	}
@@ -41,30 +43,47 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("DEMO_EXIT=1 hack/demo.sh: %v after %s\n%s", err, took.Round(time.Second), out)
 	}
 	t.Logf("the demo took %s", took.Round(time.Second))
+	// The demo's clean-up stops every process it started (the board
+	// included): none may still name its temp dir on its command line.
+	if left := processesNaming(t, tmp); len(left) > 0 {
+		t.Errorf("after DEMO_EXIT=1 hack/demo.sh exited, these processes it started are still running:\n%s", strings.Join(left, "\n"))
+	}
 	text := string(out)
-	// In this order: the release, readiness, the app team (and its
-	// Forbidden), grayscale, disaster recovery, undo.
+	// In this order: the native path (plain manifests, a policy, kubectl
+	// rollout status against the plane), the wrappers and their
+	// readiness, the app team (and its Forbidden), grayscale, disaster
+	// recovery, undo.
 	want := []string{
-		"Propagated to all three cells",
 		`(?m)Open the release board in a browser and watch every cell change as the steps run:\n  http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}\n`,
+		"==== 1. Plain manifests and one policy",
+		"deployment.apps/api created",
+		"propagationpolicy.policy.cellfed.io/api created",
+		"api placed on three cells",
+		`(?m)^api\s+(0\s+)?cell\s+2\s+0\s`,
+		`deployment "api" successfully rolled out`,
+		`(?m)^api\s+2/2\s+2\s+2\s`,
+		`(?m)^rz20a\s+updated\s+\d+\s+true\s+2/2\s+OK`,
+		"member-3: nginx:1.27 envFrom api-env ready 2/2",
+		"==== 2. The same with KubeFed's wrapper types",
+		"federateddeployment.types.kubefed.io/web created",
+		"Propagated to all three cells",
 		`(?m)^NAME\s+CLUSTER\s+KUBEFEDCLUSTER\s+READY\s+OBJECTS\s+AGE$`,
-		`(?m)^rz00a\s+member-1\s+shop.rz00a\s+True\s+2\s`,
+		`(?m)^rz00a\s+member-1\s+shop.rz00a\s+True\s+5\s`,
 		`(?m)^rz01a\s+member-1\s+shop.rz01a\s+True\s+0\s`,
-		"==== 1. Per-cell readiness",
-		"member-2: deployment shop/web rolled out, 5/5 ready",
 		`(?m)^NAME\s+TOPOLOGY\s+RELEASED\s+READY\s+UPDATED\s+PROPAGATION\s+AGE$`,
-		`(?m)^web\s+cell\s+3/3\s+3/3\s+3/3\s+True`,
-		"==== 2. An app team's identity",
+		`(?m)^federateddeployment\.types\.kubefed\.io/web\s+cell\s+3/3\s+3/3\s+3/3\s+True`,
+		"member-2: deployment shop/web rolled out, 5/5 ready",
+		"==== 3. An app team's identity",
 		"granted app-team in shop",
 		`Error from server (Forbidden): federateddeployments.types.kubefed.io is forbidden: User "system:serviceaccount:shop:release-bot" cannot list resource "federateddeployments" in API group "types.kubefed.io" in the namespace "billing"`,
-		"==== 3. Grayscale: one cell first",
+		"==== 4. Grayscale: one cell first",
 		"released rz00a (1 of 3 placed cells); held back: rz10a, rz20a",
 		`(?m)^web\s+cell\s+1/3\s+3/3\s+1/3\s+True`,
 		`(?m)^rz10a\s+held back\s+`,
 		"member-1: nginx:1.28 ready 2/2\nmember-2: nginx:1.27 ready 5/5\nmember-3: nginx:1.27 ready 2/2",
 		"released rz10a (2 of 3 placed cells); held back: rz20a",
 		"mask removed, every placed cell is released (newly released: rz20a)",
-		"==== 4. Disaster recovery",
+		"==== 5. Disaster recovery",
 		`(?m)^NAME\s+CLUSTER\s+KUBEFEDCLUSTER\s+READY\s+OBJECTS\s+AGE$`,
 		`(?m)^rz10a\s+member-2\s+shop.rz10a\s+False`,
 		"released rz00a, rz20a (2 of 3 placed cells); held back: rz10a",
@@ -72,7 +91,7 @@ func TestDemo(t *testing.T) {
 		"member-1: nginx:1.29 ready 2/2\nmember-2: nginx:1.28 ready 5/5\nmember-3: nginx:1.29 ready 2/2",
 		"(newly released: rz10a)",
 		"member-1: nginx:1.29 ready 2/2\nmember-2: nginx:1.29 ready 5/5\nmember-3: nginx:1.29 ready 2/2",
-		"==== 5. Roll back",
+		"==== 6. Roll back",
 		"template restored to revision 2",
 		"member-1: nginx:1.28 ready 2/2\nmember-2: nginx:1.28 ready 5/5\nmember-3: nginx:1.28 ready 2/2",
 		"every step's expectation held",
@@ -165,4 +184,28 @@ spec:
 			t.Errorf("kubectl %s prints a list:\n%s", strings.Join(c.args, " "), out)
 		}
 	}
+}
+
+// processesNaming lists "PID: command line" of every running process whose
+// command line contains s, killing each (so a leak fails the test once
+// and is not left behind for the next one).
+func processesNaming(t *testing.T, s string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatalf("listing /proc: %v", err)
+	}
+	var left []string
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), s) {
+			continue // gone already, or not ours
+		}
+		pid := filepath.Base(filepath.Dir(f))
+		left = append(left, pid+": "+strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
+		if p, err := strconv.Atoi(pid); err == nil {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	return left
 }

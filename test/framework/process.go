@@ -97,18 +97,43 @@ func startProcess(t testing.TB, name, logPath, bin string, args ...string) (*Pro
 	}
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("last lines of %s log (%s):\n%s", name, logPath, p.Tail(40))
+		dir := os.Getenv("CELLFED_TEST_LOG_DIR")
+		if dir == "" && !t.Failed() {
+			return
 		}
-		if dir := os.Getenv("CELLFED_TEST_LOG_DIR"); dir != "" {
-			if kept, err := keepLog(dir, t.Name(), name, logPath); err != nil {
-				t.Logf("keeping the %s log: %v", name, err)
-			} else {
-				t.Logf("%s log kept in %s", name, kept)
-			}
+		if dir == "" {
+			// A failed test's logs outlive its temporary directory, in
+			// a place its message names.
+			dir = failedLogDir()
+		}
+		kept, err := keepLog(dir, t.Name(), name, logPath)
+		if err != nil {
+			t.Logf("keeping the %s log: %v", name, err)
+			kept = logPath
+		}
+		if t.Failed() {
+			t.Logf("%s log kept in %s; its last lines:\n%s", name, kept, p.Tail(15))
 		}
 	})
 	return p, nil
+}
+
+// failedLogDir is where the logs of a failed test's processes are kept
+// when CELLFED_TEST_LOG_DIR is not set: _output/test-logs in the
+// repository, or the system's temporary directory.
+func failedLogDir() string {
+	wd, err := os.Getwd()
+	for err == nil {
+		if _, serr := os.Stat(filepath.Join(wd, "go.mod")); serr == nil {
+			return filepath.Join(wd, "_output", "test-logs")
+		}
+		parent := filepath.Dir(wd)
+		if parent == wd {
+			break
+		}
+		wd = parent
+	}
+	return filepath.Join(os.TempDir(), "cellfed-test-logs")
 }
 
 // keepLog copies a process log into dir (CELLFED_TEST_LOG_DIR), which

@@ -41,6 +41,8 @@ type Object struct {
 	// was sent.
 	DeleteAcked     time.Time
 	DeleteAttempted bool
+	// CreateAckedAt is when the plane acknowledged the create.
+	CreateAckedAt time.Time
 }
 
 // PlaneObject is a federated object as the plane holds it at the end.
@@ -67,6 +69,7 @@ const (
 	NotConverged  = "member not converged in time"
 	MemoryGrowth  = "memory grows without bound"
 	HarnessSanity = "plane holds a write never sent"
+	HeldBack      = "release held back by another tenant"
 )
 
 // LostWrites compares the workload's acknowledged writes with what the
@@ -164,12 +167,13 @@ type Ledger struct {
 	NamespaceTenant map[string]string
 
 	uids       map[MemberKey][]string
+	first      map[MemberKey]time.Time
 	violations []Violation
 }
 
 // NewLedger is a Ledger for the given tenancy.
 func NewLedger(dedicated, namespaceTenant map[string]string) *Ledger {
-	return &Ledger{Dedicated: dedicated, NamespaceTenant: namespaceTenant, uids: map[MemberKey][]string{}}
+	return &Ledger{Dedicated: dedicated, NamespaceTenant: namespaceTenant, uids: map[MemberKey][]string{}, first: map[MemberKey]time.Time{}}
 }
 
 // Saw records a sighting (an informer's add or update) of a member
@@ -181,6 +185,9 @@ func (l *Ledger) Saw(k MemberKey, uid string, at time.Time) {
 			l.violations = append(l.violations, Violation{TenantLeak,
 				fmt.Sprintf("%s: tenant %q's object on %s, dedicated to %q", k, t, k.Member, owner), at})
 		}
+	}
+	if _, ok := l.first[k]; !ok {
+		l.first[k] = at
 	}
 	seen := l.uids[k]
 	if slices.Contains(seen, uid) {
@@ -196,6 +203,9 @@ func (l *Ledger) Saw(k MemberKey, uid string, at time.Time) {
 // Violations are those found so far.
 func (l *Ledger) Violations() []Violation { return slices.Clone(l.violations) }
 
+// FirstSeen is when each member object was first seen.
+func (l *Ledger) FirstSeen() map[MemberKey]time.Time { return maps.Clone(l.first) }
+
 // Sightings is how many member objects were seen.
 func (l *Ledger) Sightings() int { return len(l.uids) }
 
@@ -209,7 +219,63 @@ func Count(vs []Violation) map[string]int {
 }
 
 // Invariants are every invariant's name, in the summary's order.
-var Invariants = []string{LostWrite, CreatedTwice, TenantLeak, LateDeletion, NotConverged, MemoryGrowth, HarnessSanity}
+var Invariants = []string{LostWrite, CreatedTwice, TenantLeak, LateDeletion, NotConverged, MemoryGrowth, HeldBack, HarnessSanity}
 
 // sortedKeys are a map's keys in order.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// Outage is a fault's span: from when it broke something until the
+// part answered again.
+type Outage struct{ Start, End time.Time }
+
+// HeldBackReleases checks that one tenant's flood does not hold back the
+// others' releases: every acknowledged create of another tenant reaches
+// each of its members within bound (ReleaseTimes).
+func HeldBackReleases(objs []Object, firstSeen map[MemberKey]time.Time, outages []Outage, flooder string, bound time.Duration) []Violation {
+	var out []Violation
+	for _, r := range ReleaseTimes(objs, firstSeen, outages, flooder) {
+		if r.Took > bound {
+			out = append(out, Violation{HeldBack, fmt.Sprintf("%s: on %s %s after its create was acknowledged (outages apart; bound %s)",
+				r.Key, r.Member, r.Took.Round(100*time.Millisecond), bound), r.Seen})
+		}
+	}
+	return out
+}
+
+// ReleaseTime is how long an acknowledged create took to reach one
+// member, outages apart.
+type ReleaseTime struct {
+	MemberKey
+	Took time.Duration
+	Seen time.Time
+}
+
+// ReleaseTimes are the creates of the tenants other than flooder: from
+// the create's acknowledgement or, when a fault was under way meanwhile,
+// from when the last such fault was repaired and its part answered again
+// (an outage delays everyone; that is not what is measured), to the first
+// sighting on each member. An object never seen on a member is left to
+// the convergence invariant.
+func ReleaseTimes(objs []Object, firstSeen map[MemberKey]time.Time, outages []Outage, flooder string) []ReleaseTime {
+	var out []ReleaseTime
+	for _, o := range objs {
+		if o.Tenant == flooder || o.CreateAckedAt.IsZero() {
+			continue
+		}
+		for _, m := range o.Members {
+			k := MemberKey{m, o.Key}
+			seen, ok := firstSeen[k]
+			if !ok {
+				continue
+			}
+			from := o.CreateAckedAt
+			for _, f := range outages {
+				if f.Start.Before(seen) && f.End.After(from) {
+					from = f.End
+				}
+			}
+			out = append(out, ReleaseTime{k, seen.Sub(from), seen})
+		}
+	}
+	return out
+}

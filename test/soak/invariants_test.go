@@ -159,3 +159,56 @@ func TestUnbounded(t *testing.T) {
 }
 
 func modulo(x, y float64) float64 { return x - y*float64(int(x/y)) }
+
+func TestHeldBackReleases(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	k := Key{"t-acme", "soak-acme-1"}
+	obj := func(tenant string, acked int) Object {
+		o := Object{Key: k, Tenant: tenant, Members: []string{"member-0", "member-1"}, CreateAcked: true}
+		if acked >= 0 {
+			o.CreateAckedAt = at(acked)
+		}
+		return o
+	}
+	seen := func(s0, s1 int) map[MemberKey]time.Time {
+		m := map[MemberKey]time.Time{}
+		if s0 >= 0 {
+			m[MemberKey{"member-0", k}] = at(s0)
+		}
+		if s1 >= 0 {
+			m[MemberKey{"member-1", k}] = at(s1)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name    string
+		obj     Object
+		seen    map[MemberKey]time.Time
+		outages []Outage
+		want    int
+	}{
+		{"on both members in time", obj("acme", 0), seen(5, 10), nil, 0},
+		{"late on one member", obj("acme", 0), seen(5, 61), nil, 1},
+		{"late on both", obj("acme", 0), seen(70, 90), nil, 2},
+		{"the flooder's own objects are not judged", obj("beta", 0), seen(70, 90), nil, 0},
+		{"late, but an outage was under way", obj("acme", 0), seen(5, 80), []Outage{{at(10), at(30)}}, 0},
+		{"late even counting from the outage's end", obj("acme", 0), seen(5, 100), []Outage{{at(10), at(30)}}, 1},
+		{"an outage before the create does not count", obj("acme", 50), seen(55, 120), []Outage{{at(10), at(30)}}, 1},
+		{"an outage after the sighting does not count", obj("acme", 0), seen(5, 70), []Outage{{at(80), at(90)}}, 1},
+		{"never seen: left to the convergence check", obj("acme", 0), seen(-1, -1), nil, 0},
+		{"create never acknowledged: not judged", obj("acme", -1), seen(70, 90), nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := HeldBackReleases([]Object{tc.obj}, tc.seen, tc.outages, "beta", 60*time.Second)
+			if len(got) != tc.want {
+				t.Errorf("%d violations %v, want %d", len(got), got, tc.want)
+			}
+			for _, v := range got {
+				if v.Invariant != HeldBack {
+					t.Errorf("invariant %q, want %q", v.Invariant, HeldBack)
+				}
+			}
+		})
+	}
+}

@@ -117,6 +117,10 @@ type report struct {
 	RSS                    map[string][]RSSSample
 	Load                   []RSSSample
 	LoadStart, LoadEnd     float64
+	// Flood is what the flooding tenant did; Releases how long the
+	// other tenants' creates took to reach their members.
+	Flood    string
+	Releases []ReleaseTime
 }
 
 func (r *report) write(dir string) error {
@@ -235,6 +239,17 @@ func (r *report) summary() string {
 		}
 	}
 	fmt.Fprintf(&b, "\n%d objects created, %d live at the end; the member watchers saw %d member objects.\n\n", len(r.Objects), live, r.Sightings)
+	if r.Flood != "" {
+		fmt.Fprintf(&b, "Besides its releases, %s; the other tenants' creates must reach each member within %s of their acknowledgement, outages apart", r.Flood, heldBackBound)
+		if len(r.Releases) > 0 {
+			var took []float64
+			for _, rt := range r.Releases {
+				took = append(took, rt.Took.Seconds())
+			}
+			fmt.Fprintf(&b, ": %d reached, in %s (median, max)", len(took), secs(took, true))
+		}
+		b.WriteString(".\n\n")
+	}
 
 	b.WriteString("## Memory\n\n| process | first | median | peak | last (MiB) | verdict |\n|---|---|---|---|---|---|\n")
 	for _, name := range sortedKeys(r.RSS) {

@@ -85,7 +85,14 @@ func TestSoak(t *testing.T) {
 	r.WorkloadStart = time.Now()
 	wlCtx, wlCancel := context.WithTimeout(ctx, duration)
 	windCtx, windCancel := context.WithTimeout(ctx, duration+windDownTime)
+	stats := &floodStats{}
+	floodDone := make(chan struct{})
+	go func() {
+		defer close(floodDone)
+		flood(wlCtx, windCtx, dyn, stats)
+	}()
 	wl.run(wlCtx, windCtx, seed)
+	<-floodDone
 	wlCancel()
 	windCancel()
 	r.WorkloadEnd = time.Now()
@@ -154,7 +161,14 @@ func TestSoak(t *testing.T) {
 		violations = append(violations, LostWrites(objs, plane, time.Now())...)
 	}
 	stop() // the member watchers and the sampler
+	var outages []Outage
+	for _, fl := range r.Faults {
+		outages = append(outages, Outage{fl.Start, fl.End.Add(fl.Recovered)})
+	}
+	r.Flood = stats.String()
 	ledgerMu.Lock()
+	violations = append(violations, HeldBackReleases(objs, ledger.FirstSeen(), outages, flooder, heldBackBound)...)
+	r.Releases = ReleaseTimes(objs, ledger.FirstSeen(), outages, flooder)
 	violations = append(violations, ledger.Violations()...)
 	r.Sightings = ledger.Sightings()
 	ledgerMu.Unlock()

@@ -190,7 +190,9 @@ func (w *workload) do(ctx context.Context, op string, k Key, rng *rand.Rand) err
 			}
 			return err
 		}
-		onAck = func(o *Object) { o.CreateAcked, o.AckedVersion = true, max(o.AckedVersion, 1) }
+		onAck = func(o *Object) {
+			o.CreateAcked, o.AckedVersion, o.CreateAckedAt = true, max(o.AckedVersion, 1), time.Now()
+		}
 	case opUpdate:
 		var v int
 		w.update(k, func(o *Object) { o.AttemptedVersion++; v = o.AttemptedVersion })

@@ -25,20 +25,54 @@ const docsPage = "docs/getting-started.md"
 // (```sh, ```console, ```text) are shown, not run.
 var docsRunFence = regexp.MustCompile("^```sh[ \t]+run[ \t]*$")
 
-// docsBlock is one runnable block of a page.
+// docsNotRun is the visible line that marks the command block right below
+// it (blank lines between are allowed) as not run by TestDocs, with the
+// reason a reader sees rendered in italics:
+//
+//	*Not run here: needs a kubelet.*
+var docsNotRun = regexp.MustCompile(`^\*Not run here: ([^*]*[^* .][^*]*)\*$`)
+
+// docsCommandLangs are the fence languages of blocks a user types. A
+// ```console block is one only when it has a "$ " prompt line; without one
+// it shows output.
+var docsCommandLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true}
+
+// docsBlock is one fenced block of a page.
 type docsBlock struct {
-	Line int    // the line of its opening fence, counted from 1
-	Text string // its content, without the fences
+	Line   int    // the line of its opening fence, counted from 1
+	Text   string // its content, without the fences
+	Info   string // the fence's info string: "sh run", "console", "text"
+	NotRun string // the reason on the *Not run here: …* line above it, if any
 }
 
-// docsRunBlocks returns the page's ```sh run blocks in order. A fence
-// left open is an error: a block that swallowed the rest of the page
-// would run prose.
-func docsRunBlocks(page []byte) ([]docsBlock, error) {
+// Run reports whether TestDocs runs the block.
+func (b docsBlock) Run() bool { return docsRunFence.MatchString("```" + b.Info) }
+
+// Command reports whether the block holds commands a user would type.
+func (b docsBlock) Command() bool {
+	lang, _, _ := strings.Cut(b.Info, " ")
+	if !docsCommandLangs[lang] {
+		return false
+	}
+	if lang != "console" {
+		return true
+	}
+	for _, l := range strings.Split(b.Text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "$ ") {
+			return true
+		}
+	}
+	return false
+}
+
+// docsBlocks returns the page's fenced blocks in order. A fence left open
+// is an error: a block that swallowed the rest of the page would run prose.
+func docsBlocks(page []byte) ([]docsBlock, error) {
 	var blocks []docsBlock
 	var cur *docsBlock
 	var body []string
-	open := "" // the fence of the block we are in ("" outside blocks)
+	open := ""     // the fence of the block we are in ("" outside blocks)
+	lastText := "" // the last non-blank line outside blocks
 	sc := bufio.NewScanner(bytes.NewReader(page))
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -47,20 +81,21 @@ func docsRunBlocks(page []byte) ([]docsBlock, error) {
 		switch {
 		case open != "" && strings.HasPrefix(trimmed, open) && strings.Trim(trimmed, "`") == "":
 			// A closing fence: at least as many backticks, nothing else.
-			if cur != nil {
-				cur.Text = strings.Join(body, "\n") + "\n"
-				blocks = append(blocks, *cur)
-			}
-			open, cur, body = "", nil, nil
+			cur.Text = strings.Join(body, "\n") + "\n"
+			blocks = append(blocks, *cur)
+			open, cur, body, lastText = "", nil, nil, ""
 		case open != "":
-			if cur != nil {
-				body = append(body, line)
-			}
-		case strings.HasPrefix(trimmed, "```"):
+			body = append(body, line)
+		case strings.HasPrefix(trimmed, "```") && !strings.Contains(strings.TrimLeft(trimmed, "`"), "`"):
+			// An opening fence; a line like "```` ```sh ```` is a code
+			// span" is prose (CommonMark: no backtick in the info string).
 			open = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, "`"))]
-			if docsRunFence.MatchString(line) {
-				cur = &docsBlock{Line: n}
+			cur = &docsBlock{Line: n, Info: strings.TrimSpace(strings.TrimPrefix(trimmed, open))}
+			if m := docsNotRun.FindStringSubmatch(lastText); m != nil {
+				cur.NotRun = strings.TrimSpace(m[1])
 			}
+		case trimmed != "":
+			lastText = trimmed
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -69,10 +104,22 @@ func docsRunBlocks(page []byte) ([]docsBlock, error) {
 	if cur != nil {
 		return nil, fmt.Errorf("the block opened on line %d is never closed", cur.Line)
 	}
-	if open != "" {
-		return nil, fmt.Errorf("a fenced block is never closed")
-	}
 	return blocks, nil
+}
+
+// docsRunBlocks returns the page's ```sh run blocks in order.
+func docsRunBlocks(page []byte) ([]docsBlock, error) {
+	all, err := docsBlocks(page)
+	if err != nil {
+		return nil, err
+	}
+	var run []docsBlock
+	for _, b := range all {
+		if b.Run() {
+			run = append(run, docsBlock{Line: b.Line, Text: b.Text})
+		}
+	}
+	return run, nil
 }
 
 func TestDocsRunBlocks(t *testing.T) {
@@ -217,4 +264,95 @@ func TestDocs(t *testing.T) {
 	bl := blocks[failed]
 	t.Fatalf("%s: the ```sh run block on line %d failed (%v after %s):\n%s--- its output ---\n%s",
 		docsPage, bl.Line, runErr, took, bl.Text, outputs[failed])
+}
+
+func TestDocsBlocksMarked(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, page string
+		command    []bool   // per block: Command()
+		run        []bool   // per block: Run()
+		notRun     []string // per block: NotRun
+	}{
+		{
+			name:    "run, marked and unmarked commands",
+			page:    "```sh run\na\n```\n*Not run here: needs a kubelet.*\n\n```sh\nb\n```\n```bash\nc\n```\n",
+			command: []bool{true, true, true},
+			run:     []bool{true, false, false},
+			notRun:  []string{"", "needs a kubelet.", ""},
+		},
+		{
+			name:    "a console block is a command only with a prompt",
+			page:    "```console\nout\n```\n```console\n$ cmd\nout\n```\n```text\n$ x\n```\n",
+			command: []bool{false, true, false},
+			run:     []bool{false, false, false},
+			notRun:  []string{"", "", ""},
+		},
+		{
+			name:    "the marker must be the last text above the block",
+			page:    "*Not run here: reason.*\nmore prose\n```sh\nb\n```\n  *Not run here: in a list.*\n\n  ```sh\n  c\n  ```\n",
+			command: []bool{true, true},
+			run:     []bool{false, false},
+			notRun:  []string{"", "in a list."},
+		},
+		{
+			name:    "a code span of backticks starting a line is prose",
+			page:    "```` ```text ```` shows output\n```sh\nb\n```\n",
+			command: []bool{true},
+			run:     []bool{false},
+			notRun:  []string{""},
+		},
+		{
+			name:    "a marker without a reason marks nothing",
+			page:    "*Not run here: .*\n```sh\nb\n```\n",
+			command: []bool{true},
+			run:     []bool{false},
+			notRun:  []string{""},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			blocks, err := docsBlocks([]byte(c.page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var command, run []bool
+			var notRun []string
+			for _, b := range blocks {
+				command, run, notRun = append(command, b.Command()), append(run, b.Run()), append(notRun, b.NotRun)
+			}
+			if fmt.Sprint(command, run, notRun) != fmt.Sprint(c.command, c.run, c.notRun) {
+				t.Fatalf("command, run, not run = %v %v %q; want %v %v %q", command, run, notRun, c.command, c.run, c.notRun)
+			}
+		})
+	}
+
+	// Every page: each block of commands is run or visibly marked.
+	root := framework.RepoRoot(t)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unmarked []string
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		blocks, err := docsBlocks(b)
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		for _, bl := range blocks {
+			if bl.Command() && !bl.Run() && bl.NotRun == "" {
+				unmarked = append(unmarked, fmt.Sprintf("%s:%d: ```%s", rel, bl.Line, bl.Info))
+			}
+		}
+	}
+	if len(unmarked) > 0 {
+		t.Errorf("%d blocks of commands are neither run by TestDocs (fence them ```sh run and add the page to TestDocs) "+
+			"nor marked as not run here (the last line of text above the block: *Not run here: <why>.*):\n%s",
+			len(unmarked), strings.Join(unmarked, "\n"))
+	}
 }

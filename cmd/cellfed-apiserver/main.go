@@ -17,7 +17,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics on /metrics
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
-	_ "k8s.io/kubernetes/pkg/features" // Kubernetes feature gates
+	"k8s.io/kubernetes/pkg/features" // Kubernetes feature gates
 
 	"github.com/cellfed/cellfed/pkg/apiserver"
 	_ "github.com/cellfed/cellfed/pkg/version" // a version kubectl parses, also without the Makefile's -ldflags
@@ -25,6 +25,10 @@ import (
 
 func init() {
 	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
+	// The plane serves storagemigration.k8s.io and runs its controllers
+	// (docs/operations.md, "Stored data"): on unless --feature-gates
+	// turns it off.
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.StorageVersionMigrator): true}))
 }
 
 func main() {

@@ -7,10 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -26,6 +30,8 @@ import (
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	serviceaccountcontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
+	svm "k8s.io/kubernetes/pkg/controller/storageversionmigrator"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 const (
@@ -133,6 +139,10 @@ func (c coreControllers) run(ctx context.Context, cfg *rest.Config, client kuber
 		return fmt.Errorf("root-CA publisher: %w", err)
 	}
 	aggregation := clusterroleaggregation.NewClusterRoleAggregation(typed.Rbac().V1().ClusterRoles(), client.RbacV1())
+	migrators, err := c.storageVersionMigrators(ctx, cfg, client, metadataClient, typed, mapper, gc)
+	if err != nil {
+		return err
+	}
 
 	typed.Start(ctx.Done())
 	meta.Start(ctx.Done())
@@ -144,7 +154,48 @@ func (c coreControllers) run(ctx context.Context, cfg *rest.Config, client kuber
 	go saController.Run(ctx, 1)
 	go rootCA.Run(ctx, 1)
 	go aggregation.Run(ctx, c.workers)
+	for _, run := range migrators {
+		go run(ctx)
+	}
 	logger.Info("Core controllers started")
 	<-ctx.Done()
 	return nil
+}
+
+// migrationQPS bounds the writes of a storage version migration: it
+// rewrites every object of a resource, and must not starve the API.
+const migrationQPS = 50
+
+// storageVersionMigrators are kube-controller-manager's storage version
+// migration controllers (storagemigration.k8s.io): rewriting every object
+// of a StorageVersionMigration's resource in the storage version, and for
+// a CRD trimming status.storedVersions once done. None when the
+// StorageVersionMigrator gate is off.
+func (c coreControllers) storageVersionMigrators(ctx context.Context, cfg *rest.Config, client kubernetes.Interface,
+	metadataClient metadata.Interface, typed informers.SharedInformerFactory, mapper *restmapper.DeferredDiscoveryRESTMapper,
+	gc *garbagecollector.GarbageCollector) ([]func(context.Context), error) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.StorageVersionMigrator) {
+		return nil, nil
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = migrationQPS, migrationQPS
+	cfg.UserAgent = "cellfed-storage-version-migrator"
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("storage version migrator: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("storage version migrator: %w", err)
+	}
+	crds, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("storage version migrator: %w", err)
+	}
+	migrations := typed.Storagemigration().V1beta1().StorageVersionMigrations()
+	return []func(context.Context){
+		svm.NewSVMController(ctx, client, dyn, migrations, "storage-version-migrator", mapper, gc.GetDependencyGraphBuilder()).Run,
+		svm.NewResourceVersionController(ctx, client, disc, metadataClient, migrations, mapper).Run,
+		svm.NewCustomResourceController(ctx, client, migrations, crds.ApiextensionsV1().CustomResourceDefinitions()).Run,
+	}, nil
 }

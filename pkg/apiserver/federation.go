@@ -83,6 +83,12 @@ func (f federationAPI) start(hookCtx genericapiserver.PostStartHookContext) erro
 		{"federated CRDs", func(ctx context.Context) error {
 			return federatedtypes.UpgradeEnabled(ctx, clients, f.namespace, &f.webhook)
 		}},
+		// Objects stored in an older version are rewritten in the
+		// storage version (docs/operations.md, "Stored data").
+		{"storage migrations", func(ctx context.Context) error {
+			_, err := federatedtypes.EnsureMigrations(ctx, crds, kube)
+			return err
+		}},
 	}
 	for _, step := range steps {
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -60,6 +61,10 @@ func resourceConfig() *serverstorage.ResourceConfig {
 	c := controlplane.DefaultGenericAPIResourceConfigSource()
 	c.EnableVersions(nativeVersions...)
 	c.DisableResources(notNative...)
+	// Storage version migrations (served while the StorageVersionMigrator
+	// gate is on, as it is by default): a release that changes a storage
+	// version rewrites the stored objects through them.
+	c.EnableVersions(svmv1beta1.SchemeGroupVersion)
 	return c
 }
 

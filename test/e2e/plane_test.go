@@ -51,7 +51,8 @@ func TestKubectlAgainstPlane(t *testing.T) {
 			for _, r := range []string{"namespaces", "secrets", "configmaps", "serviceaccounts", "events", "leases.coordination.k8s.io",
 				"clusterroles.rbac.authorization.k8s.io", "customresourcedefinitions.apiextensions.k8s.io",
 				"validatingwebhookconfigurations.admissionregistration.k8s.io", "tokenreviews.authentication.k8s.io",
-				"subjectaccessreviews.authorization.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "widgets.fixtures.cellfed.io"} {
+				"subjectaccessreviews.authorization.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "widgets.fixtures.cellfed.io",
+				"storageversionmigrations.storagemigration.k8s.io"} {
 				if !containsLine(resources, r) {
 					t.Errorf("kubectl api-resources does not list %s", r)
 				}

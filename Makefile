@@ -22,7 +22,7 @@ IMAGES_DIR ?= _output/images
 TEST_TIMEOUT ?= 20m
 E2E_TIMEOUT ?= 45m
 
-.PHONY: all build kubectl kubefed helm run demo test test-unit bench scale soak fuzz mariadb postgres chromium prometheus board-screenshots fmt vet clean images lint
+.PHONY: all build kubectl kubefed helm run demo test test-unit previous bench scale soak fuzz mariadb postgres chromium prometheus board-screenshots fmt vet clean images lint
 
 all: build
 
@@ -87,8 +87,15 @@ board-screenshots: build chromium
 # The whole suite: unit tests, storage tests on SQLite and MariaDB, and
 # end-to-end tests with kubectl against real processes. images first: the
 # image test (hack/images) runs the tarballs it leaves in _output/images.
-test: build kubectl kubefed helm mariadb postgres chromium prometheus vet images
+test: build kubectl kubefed helm mariadb postgres chromium prometheus vet images previous
 	TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_TIMEOUT=$(E2E_TIMEOUT) hack/test.sh ./...
+
+# The previous release (the commit hack/upgrade/previous names), built
+# offline from this repository's history in its own worktree into
+# _output/previous/<commit>/bin, for the upgrade test
+# (test/e2e/upgrade_test.go). Built once; later runs reuse it.
+previous:
+	hack/upgrade/build-previous.sh
 
 test-unit:
 	go test -race -count=1 ./pkg/...

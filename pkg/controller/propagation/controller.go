@@ -729,7 +729,7 @@ func (c *Controller) dispatch(ctx context.Context, key string, fed *unstructured
 		go func() {
 			actx, cancel := context.WithTimeout(ctx, c.opts.ClusterTimeout)
 			defer cancel()
-			actx, span := c.startMemberWrite(actx, it)
+			actx, span := c.startMemberWrite(actx, it, m.Name())
 			var r result
 			switch it.Verb {
 			case Ensure:

@@ -48,9 +48,10 @@ func (c *Controller) startReconcile(ctx context.Context, key string, stored *uns
 	))
 }
 
-// startMemberWrite starts the span of one intent's work on its member:
+// startMemberWrite starts the span of one intent's work on its member,
+// named as metrics name it (the physical KubeFedCluster that reaches it):
 // the member's requests are its children (and carry it to the member).
-func (c *Controller) startMemberWrite(ctx context.Context, it Intent) (context.Context, trace.Span) {
+func (c *Controller) startMemberWrite(ctx context.Context, it Intent, member string) (context.Context, trace.Span) {
 	if c.opts.Tracer == nil {
 		return ctx, noSpan
 	}
@@ -62,7 +63,7 @@ func (c *Controller) startMemberWrite(ctx context.Context, it Intent) (context.C
 	return c.opts.Tracer.Start(ctx, SpanMemberWrite, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String(AttrCell, cell),
 		attribute.String(AttrCluster, cluster),
-		attribute.String(AttrMember, it.Member),
+		attribute.String(AttrMember, member),
 		attribute.String(AttrVerb, string(it.Verb)),
 		attribute.String(AttrResource, c.typ.Target.GroupResource().String()),
 	))

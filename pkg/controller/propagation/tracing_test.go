@@ -33,7 +33,7 @@ func tracedObject(traceparent string) *unstructured.Unstructured {
 func traceReconcile(c *Controller, stored *unstructured.Unstructured, intents []Intent) {
 	ctx, span := c.startReconcile(context.Background(), "shop/web", stored)
 	for _, it := range intents {
-		_, ws := c.startMemberWrite(ctx, it)
+		_, ws := c.startMemberWrite(ctx, it, it.Member)
 		endMemberWrite(ws, result{status: StatusOK})
 	}
 	_, ss := c.startStatusWrite(ctx)
@@ -101,13 +101,13 @@ func TestMemberWriteSpanOutcome(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	c := &Controller{typ: tracedDeployments, opts: Options{Tracer: tp.Tracer("test")}}
-	_, s := c.startMemberWrite(context.Background(), threeCells[0])
+	_, s := c.startMemberWrite(context.Background(), threeCells[0], "member-0")
 	endMemberWrite(s, result{status: StatusCreationFailed, err: errors.New("refused")})
 	got := rec.Ended()[0]
 	if got.Status().Description != "refused" {
 		t.Errorf("status %v, want the error", got.Status())
 	}
-	want := map[attribute.Key]string{AttrCell: "rz00a", AttrCluster: "shop.rz00a", AttrMember: "m0", AttrVerb: "ensure", AttrResource: "deployments.apps", AttrStatus: StatusCreationFailed}
+	want := map[attribute.Key]string{AttrCell: "rz00a", AttrCluster: "shop.rz00a", AttrMember: "member-0", AttrVerb: "ensure", AttrResource: "deployments.apps", AttrStatus: StatusCreationFailed}
 	for _, a := range got.Attributes() {
 		if w, ok := want[a.Key]; ok {
 			if a.Value.AsString() != w {

@@ -18,9 +18,6 @@ import (
 	"github.com/cellfed/cellfed/test/framework"
 )
 
-// docsPage is the page whose runnable blocks TestDocs runs.
-const docsPage = "docs/getting-started.md"
-
 // docsRunFence opens a block TestDocs runs: ```sh run. Other fences
 // (```sh, ```console, ```text) are shown, not run.
 var docsRunFence = regexp.MustCompile("^```sh[ \t]+run[ \t]*$")
@@ -43,6 +40,11 @@ type docsBlock struct {
 	Text   string // its content, without the fences
 	Info   string // the fence's info string: "sh run", "console", "text"
 	NotRun string // the reason on the *Not run here: …* line above it, if any
+	// Follows: only blank lines separate it from the block before.
+	Follows bool
+	// Expect: for a run block, the lines of the ```text expect block right
+	// below it, which its output must show (see docsCheckOutput).
+	Expect string
 }
 
 // Run reports whether TestDocs runs the block.
@@ -72,7 +74,7 @@ func docsBlocks(page []byte) ([]docsBlock, error) {
 	var cur *docsBlock
 	var body []string
 	open := ""     // the fence of the block we are in ("" outside blocks)
-	lastText := "" // the last non-blank line outside blocks
+	lastText := "" // the last non-blank line outside blocks since the last block
 	sc := bufio.NewScanner(bytes.NewReader(page))
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -91,6 +93,7 @@ func docsBlocks(page []byte) ([]docsBlock, error) {
 			// span" is prose (CommonMark: no backtick in the info string).
 			open = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, "`"))]
 			cur = &docsBlock{Line: n, Info: strings.TrimSpace(strings.TrimPrefix(trimmed, open))}
+			cur.Follows = lastText == "" && len(blocks) > 0
 			if m := docsNotRun.FindStringSubmatch(lastText); m != nil {
 				cur.NotRun = strings.TrimSpace(m[1])
 			}
@@ -114,12 +117,50 @@ func docsRunBlocks(page []byte) ([]docsBlock, error) {
 		return nil, err
 	}
 	var run []docsBlock
-	for _, b := range all {
+	for i, b := range all {
 		if b.Run() {
-			run = append(run, docsBlock{Line: b.Line, Text: b.Text})
+			r := docsBlock{Line: b.Line, Text: b.Text}
+			if i+1 < len(all) && all[i+1].Follows && all[i+1].Info == docsExpectInfo {
+				r.Expect = all[i+1].Text
+			}
+			run = append(run, r)
 		}
 	}
 	return run, nil
+}
+
+// docsExpectInfo is the fence info of the output a run block must show:
+// a ```text expect block right below it (blank lines only between).
+// Renderers show it as text (they read the first word only).
+const docsExpectInfo = "text expect"
+
+// docsCheckOutput checks a block's output against its ```text expect
+// block: each non-blank line of the expectation, with runs of spaces
+// collapsed, must be part of an output line, in order. A stable prefix of
+// a table row ("web cell 1/3") thus matches a row that goes on with an AGE.
+func docsCheckOutput(out, expect string) error {
+	collapse := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	lines := strings.Split(out, "\n")
+	next := 0
+	for _, want := range strings.Split(expect, "\n") {
+		want = collapse(want)
+		if want == "" {
+			continue
+		}
+		found := false
+		for next < len(lines) {
+			got := collapse(lines[next])
+			next++
+			if strings.Contains(got, want) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("the output does not show %q (after the lines matched before it)", want)
+		}
+	}
+	return nil
 }
 
 func TestDocsRunBlocks(t *testing.T) {
@@ -133,6 +174,11 @@ func TestDocsRunBlocks(t *testing.T) {
 			name: "only sh run blocks",
 			page: "# T\n```sh\nmake run\n```\ntext\n```sh run\necho a\necho b\n```\n```console\n$ x\n```\n```sh run\necho c\n```\n",
 			want: []docsBlock{{Line: 6, Text: "echo a\necho b\n"}, {Line: 13, Text: "echo c\n"}},
+		},
+		{
+			name: "a text expect block right below a run block is its expectation",
+			page: "```sh run\necho a\n```\n\n```text expect\na\n```\n```sh run\necho b\n```\nprose\n```text expect\nb\n```\n",
+			want: []docsBlock{{Line: 1, Text: "echo a\n", Expect: "a\n"}, {Line: 8, Text: "echo b\n"}},
 		},
 		{
 			name: "a run fence inside another block is text",
@@ -165,14 +211,16 @@ func TestDocsRunBlocks(t *testing.T) {
 // docsMarker starts each block's output in the script's output.
 const docsMarker = "@@docs-block "
 
-// docsScript is one bash script running the blocks in order, as a reader
-// pastes them into one shell: each starts with a marker line, and the
+// docsScript is one bash script running the prelude and then the blocks
+// in order, as a reader pastes them into one shell: each block starts with
+// a marker line, and the
 // first failing command stops the script (set -e) after an ERR trap has
 // named it.
-func docsScript(blocks []docsBlock) string {
+func docsScript(prelude string, blocks []docsBlock) string {
 	var b strings.Builder
 	b.WriteString("set -Eeuo pipefail\n")
 	b.WriteString(`trap 'echo "@@docs-failed: $BASH_COMMAND (exit $?)"' ERR` + "\n")
+	b.WriteString(prelude)
 	for i, bl := range blocks {
 		fmt.Fprintf(&b, "echo '%s%d'\n", docsMarker, i)
 		b.WriteString(bl.Text)
@@ -197,58 +245,123 @@ func docsBlockOutputs(out string) map[int]string {
 	return outputs
 }
 
-// TestDocs runs the ```sh run blocks of docs/getting-started.md with bash
-// against a scratch federation — a plane, cellfed-controller and two
-// member kube-apiservers — so the page's commands stay correct. It
-// provides what the page's skipped steps would: KUBECONFIG (the plane),
-// PATH with the binaries first, MEMBER1_KUBECONFIG and MEMBER2_KUBECONFIG.
+// docsPageCase is one page TestDocs runs, with the federation it describes.
+type docsPageCase struct {
+	Page    string // relative to the repository root
+	Members int    // member kube-apiservers, MEMBER1_KUBECONFIG … MEMBERn_KUBECONFIG
+	// Join joins the members as member-1 … member-n before the page's
+	// blocks, for pages that start from a federation with members.
+	Join bool
+	// Prelude is bash run before the page's blocks (after Join): what the
+	// page's prose says a reader has done already.
+	Prelude string
+	// MinBlocks guards against a page losing its run fences by mistake.
+	MinBlocks int
+	// Timeout bounds the page's script.
+	Timeout time.Duration
+}
+
+// docsPages are the pages TestDocs runs; every other page's command
+// blocks carry a visible *Not run here: …* line (TestDocsBlocksMarked).
+var docsPages = []docsPageCase{
+	{Page: "docs/getting-started.md", Members: 2, MinBlocks: 5, Timeout: 3 * time.Minute},
+	{Page: "docs/tenancy.md", Members: 1, Join: true, MinBlocks: 3, Timeout: time.Minute},
+}
+
+// docsEnvPrelude runs before every page: the plane's URL and CA as a
+// reader of the page has them ($PLANE, ca.crt), as in <data-dir>/pki.
+const docsEnvPrelude = `PLANE=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+cp "$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" ca.crt
+`
+
+// docsJoin joins n members as member-1 … member-n and waits until the
+// plane sees them Ready.
+func docsJoin(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "cellfedctl join member-%d --kubeconfig-member=\"$MEMBER%d_KUBECONFIG\" >/dev/null\n", i, i)
+	}
+	b.WriteString("kubectl wait kubefedclusters --all -n kube-federation-system --for=condition=Ready --timeout=60s >/dev/null\n")
+	return b.String()
+}
+
+// TestDocs runs the ```sh run blocks of each page of docsPages with bash
+// against a scratch federation of its own — a plane, cellfed-controller
+// and the page's member kube-apiservers — so the pages' commands stay
+// correct. Pages run in parallel, each bounded by its Timeout. It provides
+// what a page's skipped steps would: KUBECONFIG (the plane), PATH with the
+// binaries first, MEMBERn_KUBECONFIG, and $PLANE with ca.crt in the
+// working directory.
 func TestDocs(t *testing.T) {
 	t.Parallel()
 	root := framework.RepoRoot(t)
-	page, err := os.ReadFile(filepath.Join(root, docsPage))
+	bin := filepath.Dir(framework.Binary(t, "cellfedctl"))
+	framework.Binary(t, "kubectl-cellfed")
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	if k := os.Getenv("CELLFED_KUBECTL"); k != "" {
+		path = filepath.Dir(k) + string(os.PathListSeparator) + path
+	}
+	for _, pc := range docsPages {
+		t.Run(strings.TrimSuffix(filepath.Base(pc.Page), ".md"), func(t *testing.T) {
+			t.Parallel()
+			testDocsPage(t, root, path, pc)
+		})
+	}
+}
+
+func testDocsPage(t *testing.T, root, path string, pc docsPageCase) {
+	page, err := os.ReadFile(filepath.Join(root, pc.Page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks, err := docsRunBlocks(page)
 	if err != nil {
-		t.Fatalf("%s: %v", docsPage, err)
+		t.Fatalf("%s: %v", pc.Page, err)
 	}
-	if len(blocks) < 5 {
-		t.Fatalf("%s has %d ```sh run blocks; the page's story needs more (is the fence spelt ```sh run?)", docsPage, len(blocks))
+	if len(blocks) < pc.MinBlocks {
+		t.Fatalf("%s has %d ```sh run blocks, want at least %d (is the fence spelt ```sh run?)", pc.Page, len(blocks), pc.MinBlocks)
 	}
 
-	bin := filepath.Dir(framework.Binary(t, "cellfedctl"))
-	framework.Binary(t, "kubectl-cellfed")
-	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, 2)
+	began := time.Now()
+	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, pc.Members)
 	framework.StartController(t, plane) // its log's tail is printed when the test fails
+	started := time.Since(began).Round(100 * time.Millisecond)
 
-	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
-	if k := os.Getenv("CELLFED_KUBECTL"); k != "" {
-		path = filepath.Dir(k) + string(os.PathListSeparator) + path
+	prelude := docsEnvPrelude
+	if pc.Join {
+		prelude += docsJoin(pc.Members)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	prelude += pc.Prelude
+	ctx, cancel := context.WithTimeout(context.Background(), pc.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", docsScript(blocks))
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", docsScript(prelude, blocks))
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+plane.Kubeconfig,
-		"PATH="+path,
-		"MEMBER1_KUBECONFIG="+members[0].Kubeconfig,
-		"MEMBER2_KUBECONFIG="+members[1].Kubeconfig,
-	)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+plane.Kubeconfig, "PATH="+path)
+	for i, m := range members {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("MEMBER%d_KUBECONFIG=%s", i+1, m.Kubeconfig))
+	}
 	// Background jobs a block may start die with the shell's group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	began := time.Now()
+	ran := time.Now()
 	runErr := cmd.Run()
-	took := time.Since(began).Round(100 * time.Millisecond)
+	took := time.Since(ran).Round(100 * time.Millisecond)
 
 	outputs := docsBlockOutputs(out.String())
 	if runErr == nil && strings.Contains(out.String(), "@@docs-done") {
-		t.Logf("%d blocks of %s ran in %s", len(blocks), docsPage, took)
+		for i, bl := range blocks {
+			if bl.Expect == "" {
+				continue
+			}
+			if err := docsCheckOutput(outputs[i], bl.Expect); err != nil {
+				t.Errorf("%s: the ```sh run block on line %d: %v\n%s--- its output ---\n%s--- the ```%s block below it ---\n%s",
+					pc.Page, bl.Line, err, bl.Text, outputs[i], docsExpectInfo, bl.Expect)
+			}
+		}
+		t.Logf("%d blocks of %s ran in %s (the federation started in %s)", len(blocks), pc.Page, took, started)
 		return
 	}
 	// The failing block is the last one that started.
@@ -259,11 +372,29 @@ func TestDocs(t *testing.T) {
 		}
 	}
 	if failed < 0 {
-		t.Fatalf("bash did not start the blocks of %s: %v\n%s", docsPage, runErr, out.String())
+		t.Fatalf("%s: the prelude or bash failed before the first block: %v\n%s", pc.Page, runErr, out.String())
 	}
 	bl := blocks[failed]
 	t.Fatalf("%s: the ```sh run block on line %d failed (%v after %s):\n%s--- its output ---\n%s",
-		docsPage, bl.Line, runErr, took, bl.Text, outputs[failed])
+		pc.Page, bl.Line, runErr, took, bl.Text, outputs[failed])
+}
+
+func TestDocsCheckOutput(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, out, expect, err string
+	}{
+		{name: "lines in order, spaces collapsed", out: "x\nNAME   AGE\nweb    cell   1/3   17s\n", expect: "NAME AGE\n\nweb cell 1/3\n"},
+		{name: "a missing line", out: "yes\nyes\n", expect: "yes\nno\n", err: `does not show "no"`},
+		{name: "out of order", out: "no\nyes\n", expect: "yes\nno\n", err: `does not show "no"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := docsCheckOutput(c.out, c.expect)
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("err = %v, want %q", err, c.err)
+			}
+		})
+	}
 }
 
 func TestDocsBlocksMarked(t *testing.T) {

@@ -211,8 +211,8 @@ func TestRollingUpgrade(t *testing.T) {
 	t.Logf("workload: %d acknowledged writes, %d refused attempts; the federated object updated %d times (%d refused)",
 		len(acked), w.failures(), lastTick, tickErrs)
 	for _, s := range steps {
-		t.Logf("%s: the process was down %s (stop to ready); longest time without an acknowledged write %s, %d refused writes",
-			s.name, s.down.Round(time.Millisecond), s.longestGap.Round(time.Millisecond), s.refused)
+		t.Logf("%s: the process was down %s (stop to ready); longest time without an acknowledged write %s, %d refused writes; the informer listed %d times",
+			s.name, s.down.Round(time.Millisecond), s.longestGap.Round(time.Millisecond), s.refused, rec.listsBetween(s.from, s.to))
 	}
 
 	t.Run("no acknowledged write lost or applied twice", func(t *testing.T) {
@@ -388,6 +388,8 @@ type upgradeStep struct {
 	// the step ran; refused the writes refused then.
 	longestGap time.Duration
 	refused    int
+	// from and to bound the step.
+	from, to time.Time
 }
 
 // upgradedPlane is a plane replica whose binary changes between starts:
@@ -581,7 +583,7 @@ func (w *rollingWriter) mark() writerMark {
 func (w *rollingWriter) step(name string, m writerMark, down time.Duration) upgradeStep {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := upgradeStep{name: name, down: down, refused: len(w.refusals) - m.refusals}
+	s := upgradeStep{name: name, down: down, refused: len(w.refusals) - m.refusals, from: m.at, to: time.Now()}
 	prev := m.at
 	for _, at := range w.ackedAt[m.acked:] {
 		if gap := at.Sub(prev); gap > s.longestGap {
@@ -609,10 +611,11 @@ func (w *rollingWriter) stop(t *testing.T) []ackedWrite {
 type recordingInformer struct {
 	lists atomic.Int32
 
-	mu     sync.Mutex
-	rvs    map[int64]bool
-	counts map[string]int // counter values delivered
-	events int
+	mu        sync.Mutex
+	listTimes []time.Time
+	rvs       map[int64]bool
+	counts    map[string]int // counter values delivered
+	events    int
 }
 
 func startRecordingInformer(ctx context.Context, t *testing.T, c kubernetes.Interface) *recordingInformer {
@@ -620,12 +623,12 @@ func startRecordingInformer(ctx context.Context, t *testing.T, c kubernetes.Inte
 	r := &recordingInformer{rvs: map[int64]bool{}, counts: map[string]int{}}
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			r.lists.Add(1)
+			r.listed()
 			return c.CoreV1().ConfigMaps(replicaNS).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			if o.SendInitialEvents != nil && *o.SendInitialEvents {
-				r.lists.Add(1) // a watch-list is a list
+				r.listed() // a watch-list is a list
 			}
 			return c.CoreV1().ConfigMaps(replicaNS).Watch(ctx, o)
 		},
@@ -658,6 +661,26 @@ func startRecordingInformer(ctx context.Context, t *testing.T, c kubernetes.Inte
 		t.Fatal("informer did not sync")
 	}
 	return r
+}
+
+func (r *recordingInformer) listed() {
+	r.lists.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listTimes = append(r.listTimes, time.Now())
+}
+
+// listsBetween counts the lists made from from to to.
+func (r *recordingInformer) listsBetween(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, at := range r.listTimes {
+		if !at.Before(from) && !at.After(to) {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *recordingInformer) hasRV(rv int64) bool {

@@ -266,6 +266,8 @@ type docsPageCase struct {
 var docsPages = []docsPageCase{
 	{Page: "docs/getting-started.md", Members: 2, MinBlocks: 5, Timeout: 3 * time.Minute},
 	{Page: "docs/tenancy.md", Members: 1, Join: true, MinBlocks: 3, Timeout: time.Minute},
+	{Page: "docs/federation-api.md", Members: 2, Join: true, MinBlocks: 6, Timeout: time.Minute},
+	{Page: "docs/working-with-a-cell.md", Members: 1, Join: true, Prelude: docsWorkspace + docsCell("rz10a", "member-1"), MinBlocks: 2, Timeout: time.Minute},
 }
 
 // docsEnvPrelude runs before every page: the plane's URL and CA as a
@@ -273,6 +275,19 @@ var docsPages = []docsPageCase{
 const docsEnvPrelude = `PLANE=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
 cp "$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" ca.crt
 `
+
+// docsWorkspace is the workspace most pages use: shop of tenant acme,
+// with alice in its app team.
+const docsWorkspace = `cellfedctl tenant create shop --tenant=acme --workspace=prod >/dev/null
+cellfedctl tenant grant alice -n shop --role=app-team >/dev/null
+`
+
+// docsCell creates a cell in shop on a joined member and waits until it
+// is Ready.
+func docsCell(name, cluster string) string {
+	return fmt.Sprintf("cellfedctl cell create %s --cluster=%s -n shop >/dev/null\n"+
+		"kubectl wait cells.core.cellfed.io/%s -n shop --for=condition=Ready --timeout=60s >/dev/null\n", name, cluster, name)
+}
 
 // docsJoin joins n members as member-1 … member-n and waits until the
 // plane sees them Ready.

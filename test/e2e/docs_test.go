@@ -266,9 +266,13 @@ type docsPageCase struct {
 var docsPages = []docsPageCase{
 	{Page: "docs/getting-started.md", Members: 2, MinBlocks: 5, Timeout: 3 * time.Minute},
 	{Page: "docs/tenancy.md", Members: 1, Join: true, MinBlocks: 3, Timeout: time.Minute},
+	{Page: "docs/cell-lifecycle.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
+		docsCell("rz10a", "member-2") + docsWeb("rz00a", "rz10a"), MinBlocks: 1, Timeout: time.Minute},
+	{Page: "docs/cellfedctl.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
+		docsCell("rz10a", "member-2") + docsWeb("rz00a", "rz10a"), MinBlocks: 2, Timeout: time.Minute},
 	{Page: "docs/federation-api.md", Members: 2, Join: true, MinBlocks: 6, Timeout: time.Minute},
 	{Page: "docs/release-control.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWeb, MinBlocks: 4, Timeout: time.Minute},
+		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWeb("rz00a", "rz10a", "rz20a"), MinBlocks: 4, Timeout: time.Minute},
 	{Page: "docs/working-with-a-cell.md", Members: 1, Join: true, Prelude: docsWorkspace + docsCell("rz10a", "member-1"), MinBlocks: 2, Timeout: time.Minute},
 }
 
@@ -291,9 +295,14 @@ func docsCell(name, cluster string) string {
 		"kubectl wait cells.core.cellfed.io/%s -n shop --for=condition=Ready --timeout=60s >/dev/null\n", name, cluster, name)
 }
 
-// docsWeb is the FederatedDeployment web of release-control.md, placed on
-// the cells rz00a, rz10a and rz20a.
-const docsWeb = `kubectl apply -f - >/dev/null <<'YAML'
+// docsWeb is the FederatedDeployment web of the pages (release-control.md
+// places it on rz00a, rz10a and rz20a), placed on the cells named.
+func docsWeb(cells ...string) string {
+	topologies := make([]string, len(cells))
+	for i, c := range cells {
+		topologies[i] = "{name: " + c + "}"
+	}
+	return `kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: types.kubefed.io/v1beta2
 kind: FederatedDeployment
 metadata: {name: web, namespace: shop}
@@ -306,10 +315,11 @@ spec:
         metadata: {labels: {app: web}}
         spec: {containers: [{name: web, image: nginx:1.27}]}
   placement:
-    topologies: [{name: rz00a}, {name: rz10a}, {name: rz20a}]
+    topologies: [` + strings.Join(topologies, ", ") + `]
 YAML
 kubectl -n shop wait federateddeployment/web --for=condition=Propagation --timeout=60s >/dev/null
 `
+}
 
 // docsJoin joins n members as member-1 … member-n and waits until the
 // plane sees them Ready.

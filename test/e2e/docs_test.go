@@ -270,6 +270,8 @@ var docsPages = []docsPageCase{
 		docsCell("rz10a", "member-2") + docsWeb("rz00a", "rz10a"), MinBlocks: 1, Timeout: time.Minute},
 	{Page: "docs/cellfedctl.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
 		docsCell("rz10a", "member-2") + docsWeb("rz00a", "rz10a"), MinBlocks: 2, Timeout: time.Minute},
+	{Page: "docs/dividing-replicas.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
+		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3"), MinBlocks: 3, Timeout: time.Minute},
 	{Page: "docs/federation-api.md", Members: 2, Join: true, MinBlocks: 6, Timeout: time.Minute},
 	{Page: "docs/release-control.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
 		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWeb("rz00a", "rz10a", "rz20a"), MinBlocks: 4, Timeout: time.Minute},

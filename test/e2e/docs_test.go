@@ -273,6 +273,8 @@ var docsPages = []docsPageCase{
 	{Page: "docs/dividing-replicas.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
 		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3"), MinBlocks: 3, Timeout: time.Minute},
 	{Page: "docs/federation-api.md", Members: 2, Join: true, MinBlocks: 6, Timeout: time.Minute},
+	{Page: "docs/native-objects.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
+		docsCell("rz10a", "member-2") + docsNativeApp, MinBlocks: 4, Timeout: time.Minute},
 	{Page: "docs/release-control.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
 		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWeb("rz00a", "rz10a", "rz20a"), MinBlocks: 4, Timeout: time.Minute},
 	{Page: "docs/working-with-a-cell.md", Members: 1, Join: true, Prelude: docsWorkspace + docsCell("rz10a", "member-1"), MinBlocks: 2, Timeout: time.Minute},
@@ -322,6 +324,22 @@ YAML
 kubectl -n shop wait federateddeployment/web --for=condition=Propagation --timeout=60s >/dev/null
 `
 }
+
+// docsNativeApp is native-objects.md's app.yaml, an app team's Deployment
+// web, and the ConfigMap settings no policy places.
+const docsNativeApp = `cat > app.yaml <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx:1.27}]}
+YAML
+kubectl -n shop create configmap settings --from-literal=mode=a >/dev/null
+`
 
 // docsJoin joins n members as member-1 … member-n and waits until the
 // plane sees them Ready.

@@ -159,6 +159,9 @@ func Run(ctx context.Context, o *Options) error {
 	// filters (RBAC on propagatedversions applies to both).
 	views := &recordViews{next: native, fedNamespace: o.FederationNamespace}
 	views.install(server.GenericAPIServer.Handler.NonGoRestfulMux)
+	if err := server.GenericAPIServer.AddPostStartHook("cellfed-data-release", recordDataRelease); err != nil {
+		return fmt.Errorf("adding data release hook: %w", err)
+	}
 	if err := server.GenericAPIServer.AddPostStartHook("cellfed-record-views", views.start); err != nil {
 		return fmt.Errorf("adding record views hook: %w", err)
 	}
@@ -255,6 +258,9 @@ func (o *Options) prepareDatabase(ctx context.Context, backend *storage.Backend,
 	defer cancel()
 	record, err := checkIdentity(cctx, raw, o.PKIFiles())
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDataRelease(cctx, raw); err != nil {
 		return nil, err
 	}
 	records := []func(context.Context) error{record}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -227,7 +228,14 @@ func (r *Registry) Run(ctx context.Context) error {
 		UpdateFunc: func(any, any) { r.refresh() },
 		DeleteFunc: func(any) { r.refresh() },
 	}
-	if _, err := r.clusterInformer.AddEventHandler(enqueue); err != nil {
+	if _, err := r.clusterInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { r.refresh() },
+		UpdateFunc: func(oldObj, newObj any) {
+			r.refresh()
+			r.statusChanged(oldObj, newObj)
+		},
+		DeleteFunc: func(any) { r.refresh() },
+	}); err != nil {
 		return err
 	}
 	if _, err := r.secretInformer.AddEventHandler(enqueue); err != nil {
@@ -330,6 +338,24 @@ func (r *Registry) refresh() {
 	}
 	r.mu.Unlock()
 	r.changed(changed)
+}
+
+// statusChanged queues a status write for a KubeFedCluster whose status
+// another write changed. writeStatus compares with the cache, which may
+// lag the controller's own last write: after a restart over a status an
+// earlier controller wrote (an upgrade), the first write (NotProbedYet)
+// can land in the cache after the probe's write was skipped as already
+// equal, and the stale status would then stay until the member's readiness
+// changed again. A status equal to the desired one costs no write.
+func (r *Registry) statusChanged(oldObj, newObj any) {
+	o, ok1 := oldObj.(*unstructured.Unstructured)
+	n, ok2 := newObj.(*unstructured.Unstructured)
+	if !ok1 || !ok2 || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"]) {
+		return
+	}
+	if r.Get(n.GetName()) != nil {
+		r.status.Add(n.GetName())
+	}
 }
 
 // memberChanged is called by a member whose readiness changed.

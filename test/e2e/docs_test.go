@@ -245,15 +245,24 @@ func docsBlockOutputs(out string) map[int]string {
 	return outputs
 }
 
-// docsPageCase is one page TestDocs runs, with the federation it describes.
+// docsFederation is one scratch federation of TestDocs and the pages run
+// on it, in order: pages that describe the same setup share one, each
+// starting from what the pages before it left (starting a federation
+// takes 20-40 s on 2 busy cores, a page's blocks 5-10 s).
+type docsFederation struct {
+	Name    string
+	Members int // member kube-apiservers, MEMBER1_KUBECONFIG … MEMBERn_KUBECONFIG
+	// Join joins the members as member-1 … member-n before the first
+	// page, for pages that start from a federation with members.
+	Join  bool
+	Pages []docsPageCase
+}
+
+// docsPageCase is one page TestDocs runs.
 type docsPageCase struct {
-	Page    string // relative to the repository root
-	Members int    // member kube-apiservers, MEMBER1_KUBECONFIG … MEMBERn_KUBECONFIG
-	// Join joins the members as member-1 … member-n before the page's
-	// blocks, for pages that start from a federation with members.
-	Join bool
-	// Prelude is bash run before the page's blocks (after Join): what the
-	// page's prose says a reader has done already.
+	Page string // relative to the repository root
+	// Prelude is bash run before the page's blocks: what the page's prose
+	// says a reader has done already.
 	Prelude string
 	// MinBlocks guards against a page losing its run fences by mistake.
 	MinBlocks int
@@ -261,23 +270,30 @@ type docsPageCase struct {
 	Timeout time.Duration
 }
 
-// docsPages are the pages TestDocs runs; every other page's command
+// docsFederations are the pages TestDocs runs; every other page's command
 // blocks carry a visible *Not run here: …* line (TestDocsBlocksMarked).
-var docsPages = []docsPageCase{
-	{Page: "docs/getting-started.md", Members: 2, MinBlocks: 5, Timeout: 3 * time.Minute},
-	{Page: "docs/tenancy.md", Members: 1, Join: true, MinBlocks: 3, Timeout: time.Minute},
-	{Page: "docs/cell-lifecycle.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-		docsCell("rz10a", "member-2") + docsWeb("rz00a", "rz10a"), MinBlocks: 1, Timeout: time.Minute},
-	{Page: "docs/cellfedctl.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-		docsCell("rz10a", "member-2") + docsWeb("rz00a", "rz10a"), MinBlocks: 2, Timeout: time.Minute},
-	{Page: "docs/dividing-replicas.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3"), MinBlocks: 3, Timeout: time.Minute},
-	{Page: "docs/federation-api.md", Members: 2, Join: true, MinBlocks: 6, Timeout: time.Minute},
-	{Page: "docs/native-objects.md", Members: 2, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-		docsCell("rz10a", "member-2") + docsNativeApp, MinBlocks: 4, Timeout: time.Minute},
-	{Page: "docs/release-control.md", Members: 3, Join: true, Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-		docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWeb("rz00a", "rz10a", "rz20a"), MinBlocks: 4, Timeout: time.Minute},
-	{Page: "docs/working-with-a-cell.md", Members: 1, Join: true, Prelude: docsWorkspace + docsCell("rz10a", "member-1"), MinBlocks: 2, Timeout: time.Minute},
+var docsFederations = []docsFederation{
+	{Name: "getting-started", Members: 2, Pages: []docsPageCase{
+		{Page: "docs/getting-started.md", MinBlocks: 5, Timeout: 3 * time.Minute},
+	}},
+	// shop with cells rz00a (member-1) and rz10a (member-2) and web on both.
+	{Name: "two-cells", Members: 2, Join: true, Pages: []docsPageCase{
+		{Page: "docs/federation-api.md", MinBlocks: 6, Timeout: time.Minute}, // creates them
+		{Page: "docs/working-with-a-cell.md", Prelude: docsWorkspace, MinBlocks: 2, Timeout: time.Minute},
+		{Page: "docs/cellfedctl.md", MinBlocks: 3, Timeout: time.Minute},
+		{Page: "docs/cell-lifecycle.md", MinBlocks: 1, Timeout: time.Minute}, // drains and deletes rz00a
+	}},
+	// shop with cells rz00a, rz10a and rz20a on three members, web on all.
+	{Name: "three-cells", Members: 3, Join: true, Pages: []docsPageCase{
+		{Page: "docs/dividing-replicas.md", Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
+			docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3"), MinBlocks: 3, Timeout: time.Minute}, // creates web
+		{Page: "docs/release-control.md", MinBlocks: 4, Timeout: time.Minute},
+	}},
+	// the workspace shop of tenant acme, alice in its app team.
+	{Name: "workspace", Members: 2, Join: true, Pages: []docsPageCase{
+		{Page: "docs/tenancy.md", MinBlocks: 4, Timeout: time.Minute}, // creates shop, rz00a on member-1
+		{Page: "docs/native-objects.md", Prelude: docsCell("rz10a", "member-2") + docsNativeApp, MinBlocks: 4, Timeout: time.Minute},
+	}},
 }
 
 // docsEnvPrelude runs before every page: the plane's URL and CA as a
@@ -297,32 +313,6 @@ cellfedctl tenant grant alice -n shop --role=app-team >/dev/null
 func docsCell(name, cluster string) string {
 	return fmt.Sprintf("cellfedctl cell create %s --cluster=%s -n shop >/dev/null\n"+
 		"kubectl wait cells.core.cellfed.io/%s -n shop --for=condition=Ready --timeout=60s >/dev/null\n", name, cluster, name)
-}
-
-// docsWeb is the FederatedDeployment web of the pages (release-control.md
-// places it on rz00a, rz10a and rz20a), placed on the cells named.
-func docsWeb(cells ...string) string {
-	topologies := make([]string, len(cells))
-	for i, c := range cells {
-		topologies[i] = "{name: " + c + "}"
-	}
-	return `kubectl apply -f - >/dev/null <<'YAML'
-apiVersion: types.kubefed.io/v1beta2
-kind: FederatedDeployment
-metadata: {name: web, namespace: shop}
-spec:
-  template:
-    spec:
-      replicas: 2
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec: {containers: [{name: web, image: nginx:1.27}]}
-  placement:
-    topologies: [` + strings.Join(topologies, ", ") + `]
-YAML
-kubectl -n shop wait federateddeployment/web --for=condition=Propagation --timeout=60s >/dev/null
-`
 }
 
 // docsNativeApp is native-objects.md's app.yaml, an app team's Deployment
@@ -352,13 +342,13 @@ func docsJoin(n int) string {
 	return b.String()
 }
 
-// TestDocs runs the ```sh run blocks of each page of docsPages with bash
-// against a scratch federation of its own — a plane, cellfed-controller
-// and the page's member kube-apiservers — so the pages' commands stay
-// correct. Pages run in parallel, each bounded by its Timeout. It provides
-// what a page's skipped steps would: KUBECONFIG (the plane), PATH with the
-// binaries first, MEMBERn_KUBECONFIG, and $PLANE with ca.crt in the
-// working directory.
+// TestDocs runs the ```sh run blocks of each page of docsFederations
+// with bash against scratch federations — a plane, cellfed-controller and
+// member kube-apiservers — so the pages' commands stay correct.
+// Federations run in parallel; the pages of one run in order, each bounded
+// by its Timeout. It provides what a page's skipped steps would:
+// KUBECONFIG (the plane), PATH with the binaries first,
+// MEMBERn_KUBECONFIG, and $PLANE with ca.crt in the working directory.
 func TestDocs(t *testing.T) {
 	t.Parallel()
 	root := framework.RepoRoot(t)
@@ -368,15 +358,36 @@ func TestDocs(t *testing.T) {
 	if k := os.Getenv("CELLFED_KUBECTL"); k != "" {
 		path = filepath.Dir(k) + string(os.PathListSeparator) + path
 	}
-	for _, pc := range docsPages {
-		t.Run(strings.TrimSuffix(filepath.Base(pc.Page), ".md"), func(t *testing.T) {
+	for _, fed := range docsFederations {
+		t.Run(fed.Name, func(t *testing.T) {
 			t.Parallel()
-			testDocsPage(t, root, path, pc)
+			began := time.Now()
+			plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, fed.Members)
+			framework.StartController(t, plane) // its log's tail is printed when the test fails
+			env := append(os.Environ(), "KUBECONFIG="+plane.Kubeconfig, "PATH="+path)
+			for i, m := range members {
+				env = append(env, fmt.Sprintf("MEMBER%d_KUBECONFIG=%s", i+1, m.Kubeconfig))
+			}
+			dir := t.TempDir() // shared by the pages, like a reader's shell
+			prelude := docsEnvPrelude
+			if fed.Join {
+				prelude += docsJoin(fed.Members)
+			}
+			t.Logf("federation %s started in %s", fed.Name, time.Since(began).Round(100*time.Millisecond))
+			for _, pc := range fed.Pages {
+				ok := t.Run(strings.TrimSuffix(filepath.Base(pc.Page), ".md"), func(t *testing.T) {
+					testDocsPage(t, root, dir, env, prelude+pc.Prelude, pc)
+				})
+				if !ok {
+					t.Fatalf("%s failed; the pages after it start from what it should have left", pc.Page)
+				}
+				prelude = docsEnvPrelude
+			}
 		})
 	}
 }
 
-func testDocsPage(t *testing.T, root, path string, pc docsPageCase) {
+func testDocsPage(t *testing.T, root, dir string, env []string, prelude string, pc docsPageCase) {
 	page, err := os.ReadFile(filepath.Join(root, pc.Page))
 	if err != nil {
 		t.Fatal(err)
@@ -389,24 +400,10 @@ func testDocsPage(t *testing.T, root, path string, pc docsPageCase) {
 		t.Fatalf("%s has %d ```sh run blocks, want at least %d (is the fence spelt ```sh run?)", pc.Page, len(blocks), pc.MinBlocks)
 	}
 
-	began := time.Now()
-	plane, members := framework.StartPlaneWithMembers(t, framework.PlaneOptions{}, pc.Members)
-	framework.StartController(t, plane) // its log's tail is printed when the test fails
-	started := time.Since(began).Round(100 * time.Millisecond)
-
-	prelude := docsEnvPrelude
-	if pc.Join {
-		prelude += docsJoin(pc.Members)
-	}
-	prelude += pc.Prelude
 	ctx, cancel := context.WithTimeout(context.Background(), pc.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", docsScript(prelude, blocks))
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+plane.Kubeconfig, "PATH="+path)
-	for i, m := range members {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("MEMBER%d_KUBECONFIG=%s", i+1, m.Kubeconfig))
-	}
+	cmd.Dir, cmd.Env = dir, env
 	// Background jobs a block may start die with the shell's group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -428,7 +425,7 @@ func testDocsPage(t *testing.T, root, path string, pc docsPageCase) {
 					pc.Page, bl.Line, err, bl.Text, outputs[i], docsExpectInfo, bl.Expect)
 			}
 		}
-		t.Logf("%d blocks of %s ran in %s (the federation started in %s)", len(blocks), pc.Page, took, started)
+		t.Logf("%d blocks of %s ran in %s", len(blocks), pc.Page, took)
 		return
 	}
 	// The failing block is the last one that started.

@@ -293,6 +293,7 @@ var docsFederations = []docsFederation{
 	{Name: "workspace", Members: 2, Join: true, Pages: []docsPageCase{
 		{Page: "docs/tenancy.md", MinBlocks: 4, Timeout: time.Minute}, // creates shop, rz00a on member-1
 		{Page: "docs/native-objects.md", Prelude: docsCell("rz10a", "member-2") + docsNativeApp, MinBlocks: 4, Timeout: time.Minute},
+		{Page: "docs/registration.md", MinBlocks: 2, Timeout: time.Minute}, // tokens and policies of tenant acme
 	}},
 }
 

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +60,30 @@ func TestStoredObjectsMoveToTheStorageVersion(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "svm"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The CRD's new storage version reaches the API server's handler a
+	// moment after the update: objects written before then are stored
+	// in v1beta2 already, and their migration writes nothing. Wait until
+	// a write is stored in v1beta1 (read from the SQLite store).
+	state := filepath.Join(plane.DataDir, "db", "state.db")
+	probe := func(i int) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+			"metadata": map[string]any{"name": fmt.Sprintf("probe-%d", i), "namespace": "svm"},
+			"spec":     map[string]any{"template": map[string]any{}, "placement": map[string]any{"clusters": []any{}}},
+		}}
+	}
+	tries := 0
+	err := framework.Poll(ctx, 200*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
+		p := probe(tries)
+		tries++
+		if _, err := dyn.Resource(fedCMV1).Namespace("svm").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return false, nil
+		}
+		return strings.Contains(storedValue(t, state, "/registry/types.kubefed.io/federatedconfigmaps/svm/"+p.GetName()), `"apiVersion":"types.kubefed.io/v1beta1"`), nil
+	})
+	if err != nil {
+		t.Fatalf("no FederatedConfigMap was stored in v1beta1 within a minute of making it the storage version: %v", err)
+	}
 	const n = 20
 	before := map[string]string{} // name → resourceVersion
 	for i := range n {
@@ -83,7 +110,7 @@ func TestStoredObjectsMoveToTheStorageVersion(t *testing.T) {
 	plane.Stop(30 * time.Second)
 	plane.RestartAndWait(t)
 	var last string
-	err := framework.Poll(ctx, 500*time.Millisecond, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	err = framework.Poll(ctx, 500*time.Millisecond, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		crd := get()
 		m, err := kube.StoragemigrationV1beta1().StorageVersionMigrations().Get(ctx, federatedtypes.MigrationName(crd), metav1.GetOptions{})
 		if err != nil {
@@ -102,10 +129,12 @@ func TestStoredObjectsMoveToTheStorageVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) != n {
-		t.Fatalf("%d objects after the migration, want %d", len(list.Items), n)
-	}
+	migrated := 0
 	for _, obj := range list.Items {
+		if strings.HasPrefix(obj.GetName(), "probe-") {
+			continue
+		}
+		migrated++
 		if obj.GetResourceVersion() == before[obj.GetName()] {
 			t.Errorf("%s was not rewritten: resourceVersion %s as before the migration", obj.GetName(), obj.GetResourceVersion())
 		}
@@ -118,6 +147,10 @@ func TestStoredObjectsMoveToTheStorageVersion(t *testing.T) {
 		}
 	}
 
+	if migrated != n {
+		t.Fatalf("%d objects after the migration, want %d", migrated, n)
+	}
+
 	// A restart with nothing left to migrate starts no migration.
 	plane.Stop(30 * time.Second)
 	plane.RestartAndWait(t)
@@ -128,4 +161,20 @@ func TestStoredObjectsMoveToTheStorageVersion(t *testing.T) {
 	if len(ms.Items) != 1 {
 		t.Errorf("%d storage version migrations after a restart with nothing to migrate, want the one: %v", len(ms.Items), ms.Items)
 	}
+}
+
+// storedValue is the newest value kine's SQLite store at path holds for
+// key ("" when none), read while the plane runs.
+func storedValue(t *testing.T, path, key string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v []byte
+	if err := db.QueryRow(`SELECT value FROM kine WHERE name = ? ORDER BY id DESC LIMIT 1`, key).Scan(&v); err != nil {
+		return ""
+	}
+	return string(v)
 }

@@ -495,3 +495,23 @@ func parseUser(user string) (uid, gid uint32, err error) {
 	}
 	return uint32(uu), uint32(gg), nil
 }
+
+// TestStaticTagsShared checks that the Dockerfile and the Makefile build
+// with StaticTags: the Makefile compiles everything with them (GOFLAGS) so
+// bin/, the images and the tests share the build cache, and the Dockerfile
+// builds the same binaries as `make images`.
+func TestStaticTagsShared(t *testing.T) {
+	tags := strings.Join(StaticTags, ",")
+	for _, tc := range []struct{ file, want string }{
+		{"../../Makefile", "export GOFLAGS := $(GOFLAGS) -tags=" + tags + "\n"},
+		{"../../Dockerfile", "-tags " + tags + " "},
+	} {
+		raw, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), tc.want) {
+			t.Errorf("%s does not hold %q: keep its tags those of hack/images StaticTags", tc.file, tc.want)
+		}
+	}
+}

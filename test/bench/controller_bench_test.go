@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,9 +28,21 @@ var (
 	raceObjects   = envInt("CELLFED_BENCH_OBJECTS", 1000)
 	raceLatencies = envInt("CELLFED_BENCH_LATENCY_SAMPLES", 100)
 	raceRuns      = envInt("CELLFED_BENCH_RUNS", 3)
-	// CELLFED_BENCH_SKIP_KUBEFED=1 runs cellfed-controller alone (its
+	// CELLFED_BENCH_SKIP_KUBEFED=1 leaves KubeFed out (cellfed's
 	// before/after on a busy machine, where KubeFed's 10 s lease renewal
-	// deadline can make it exit).
+	// deadline can make it exit); CELLFED_BENCH_SKIP_FLOOR=1 leaves the
+	// floor out.
+)
+
+// contestant is who propagates in one race.
+type contestant int
+
+const (
+	kubeFed contestant = iota
+	cellfedController
+	// floorPropagator is test/bench/floor: the least a correct
+	// propagator does per placement.
+	floorPropagator
 )
 
 // raceCells is how many cells the last latency phase of cellfed-controller
@@ -112,22 +127,45 @@ func BenchmarkControllerRace(b *testing.B) {
 		}
 		profiles := raceProfileDir(b)
 		fmt.Printf("race: cellfed-controller profiles in %s\n", profiles)
-		var kfs, cfs []raceResult
+		floorBin := ""
+		if os.Getenv("CELLFED_BENCH_SKIP_FLOOR") == "" {
+			floorBin = buildFloor(b)
+		}
+		var kfs, cfs, fls []raceResult
 		for run := 1; run <= raceRuns; run++ {
 			fmt.Printf("race: run %d of %d, %d members × %d objects\n", run, raceRuns, raceMembers, raceObjects)
-			kf := raceResult{name: "KubeFed (skipped)", latency: map[int][2]time.Duration{}}
+			var kf, fl raceResult
 			if os.Getenv("CELLFED_BENCH_SKIP_KUBEFED") == "" {
-				kf = race(b, members, fmt.Sprintf("kf%d", run), false, "")
+				kf = race(b, members, fmt.Sprintf("kf%d", run), kubeFed, "")
+				kfs = append(kfs, kf)
 			}
-			cf := race(b, members, fmt.Sprintf("cf%d", run), true, filepath.Join(profiles, fmt.Sprintf("run%d", run)))
-			report(b, run, kf, cf)
-			kfs, cfs = append(kfs, kf), append(cfs, cf)
+			cf := race(b, members, fmt.Sprintf("cf%d", run), cellfedController, filepath.Join(profiles, fmt.Sprintf("run%d", run)))
+			cfs = append(cfs, cf)
+			if floorBin != "" {
+				fl = race(b, members, fmt.Sprintf("fl%d", run), floorPropagator, floorBin)
+				fls = append(fls, fl)
+			}
+			report(b, run, kf, cf, fl)
 		}
-		writeRaceTable(b, kfs, cfs, started)
+		writeRaceTable(b, kfs, cfs, fls, started)
 	}
 }
 
-func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool, profileDir string) raceResult {
+// buildFloor builds test/bench/floor into a temporary directory.
+func buildFloor(b testing.TB) string {
+	bin := filepath.Join(b.TempDir(), "floor")
+	cmd := exec.Command("go", "build", "-o", bin, "./test/bench/floor")
+	cmd.Dir = framework.RepoRoot(b)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the floor: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// race runs one contestant on a fresh plane with the members: profileDir
+// is where cellfed-controller's profiles go, or the floor's binary.
+func race(b *testing.B, members []*framework.Server, prefix string, who contestant, profileDir string) raceResult {
+	cellfed := who == cellfedController
 	plane := framework.StartPlane(b, framework.PlaneOptions{})
 	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
 	ns := prefix + "-shop"
@@ -146,10 +184,32 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	for i := range members {
 		cellClusters = append(cellClusters, ns+"."+cellName(i))
 	}
-	if cellfed {
+	switch who {
+	case cellfedController:
 		c := framework.StartController(b, plane, "--profiling")
 		ctrl, metricsURL = c.Process, c.HealthURL
-	} else {
+	case floorPropagator:
+		res.name = "floor"
+		args := []string{"--kubeconfig", plane.Kubeconfig}
+		for i, m := range members {
+			args = append(args, "--member", fmt.Sprintf("member-%d=%s", i, m.Kubeconfig))
+			// The floor propagates config maps only: the namespace is
+			// the bench's to make.
+			nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+			if _, err := m.Client(b).CoreV1().Namespaces().Create(context.Background(), nsObj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				b.Fatalf("namespace %s in member-%d: %v", ns, i, err)
+			}
+		}
+		ctrl = framework.StartProcess(b, "floor", filepath.Join(b.TempDir(), "floor.log"), profileDir, args...)
+		profileDir = ""
+		// Its baseline RSS is read once it has listed the plane, as
+		// cellfed's once its clusters are ready.
+		if err := framework.Poll(context.Background(), 50*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
+			return strings.Contains(ctrl.Log(), "Floor ready"), nil
+		}); err != nil {
+			b.Fatalf("the floor did not list the plane: %v\n%s", err, ctrl.Tail(20))
+		}
+	default:
 		res.name = "KubeFed v0.10.0"
 		// KubeFed has no cell controller: create the per-cell clusters,
 		// then drop the physical ones so each member is reached by one
@@ -162,7 +222,9 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 		}
 		ctrl = framework.StartKubeFed(b, plane, framework.KubeFedOptions{}).Process
 	}
-	framework.WaitKubeFedClustersReady(b, plane, cellClusters...)
+	if who != floorPropagator {
+		framework.WaitKubeFedClustersReady(b, plane, cellClusters...)
+	}
 	pid := ctrl.Pid()
 	// The next run shares the members: this controller and plane must be
 	// gone by then, or they would fight over the members' objects.
@@ -305,7 +367,7 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 	res.peakRSS = procStatusMiB(b, pid, "VmHWM:")
 	res.endRSS = procStatusMiB(b, pid, "VmRSS:")
 
-	if cellfed {
+	if who != kubeFed {
 		// 50 cells: the rest in more workspaces (one cell per member
 		// each), sharing members — 30 more in two at 20 members, 40 in
 		// four at 10.
@@ -326,7 +388,9 @@ func race(b *testing.B, members []*framework.Server, prefix string, cellfed bool
 			f := strings.Fields(l)
 			extraClusters = append(extraClusters, f[0]+"."+f[1])
 		}
-		framework.WaitKubeFedClustersReady(b, plane, extraClusters...)
+		if who != floorPropagator {
+			framework.WaitKubeFedClustersReady(b, plane, extraClusters...)
+		}
 		var missing []missingSample
 		res.latency[total], missing = latency(b, dyn, w, ns, fmt.Sprintf("lat%dc", total), min(10, len(members)))
 		res.noteMissing(b, total, min(10, len(members)), missing, members, ns)
@@ -435,7 +499,7 @@ func phases(members int) []int {
 	return []int{10, members}
 }
 
-func createFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name string, cells []string) {
+func createFedConfigMap(b testing.TB, dyn dynamic.Interface, ns, name string, cells []string) {
 	tops := make([]any, len(cells))
 	for i, c := range cells {
 		tops[i] = map[string]any{"name": c}
@@ -453,7 +517,7 @@ func createFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name string, ce
 	}
 }
 
-func patchFedConfigMap(b *testing.B, dyn dynamic.Interface, ns, name, patch string) {
+func patchFedConfigMap(b testing.TB, dyn dynamic.Interface, ns, name, patch string) {
 	if _, err := dyn.Resource(fedConfigMaps).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		b.Errorf("patching %s/%s: %v", ns, name, err)
 	}

@@ -100,13 +100,17 @@ func (pc planeCost) total() int {
 }
 
 // raceTable is the markdown table of the runs: the median of each row for
-// each controller, with the range when there are several runs, and the
-// ratio cellfed/KubeFed of the medians.
-func raceTable(kfs, cfs []raceResult) string {
+// each contestant (KubeFed, cellfed-controller and the floor, a
+// propagator doing only what correctness needs: test/bench/floor), with
+// the range when there are several runs, and the ratios of cellfed's
+// median to KubeFed's and to the floor's. A contestant with no runs is
+// left out.
+func raceTable(kfs, cfs, fls []raceResult) string {
 	var labels []string
-	rows := map[string][2][]float64{}
+	cols := [][]raceResult{kfs, cfs, fls}
+	rows := map[string][3][]float64{}
 	spec := map[string]raceValue{}
-	for c, rs := range [][]raceResult{kfs, cfs} {
+	for c, rs := range cols {
 		for _, r := range rs {
 			for _, v := range r.values() {
 				if _, ok := spec[v.label]; !ok {
@@ -119,12 +123,35 @@ func raceTable(kfs, cfs []raceResult) string {
 			}
 		}
 	}
-	kfName, cfName := "KubeFed v0.10.0", "cellfed-controller"
-	if len(kfs) > 0 {
-		kfName = kfs[0].name
+	names := []string{"KubeFed v0.10.0", "cellfed-controller", "floor"}
+	for c, rs := range cols {
+		if len(rs) > 0 {
+			names[c] = rs[0].name
+		}
 	}
+	hasKF, hasFloor := len(kfs) > 0, len(fls) > 0
 	var s strings.Builder
-	fmt.Fprintf(&s, "| | %s | %s | cellfed/KubeFed |\n|---|---:|---:|---:|\n", kfName, cfName)
+	s.WriteString("| |")
+	align := "|---|"
+	if hasKF {
+		s.WriteString(" " + names[0] + " |")
+		align += "---:|"
+	}
+	s.WriteString(" " + names[1] + " |")
+	align += "---:|"
+	if hasFloor {
+		s.WriteString(" " + names[2] + " |")
+		align += "---:|"
+	}
+	if hasKF {
+		s.WriteString(" cellfed/KubeFed |")
+		align += "---:|"
+	}
+	if hasFloor {
+		s.WriteString(" cellfed/floor |")
+		align += "---:|"
+	}
+	s.WriteString("\n" + align + "\n")
 	for _, l := range labels {
 		sp := spec[l]
 		label := l
@@ -146,13 +173,30 @@ func raceTable(kfs, cfs []raceResult) string {
 			}
 			return out, med, true
 		}
+		ratio := func(num, den float64, ok bool) string {
+			if !ok || den == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f", num/den)
+		}
 		kc, km, kok := cell(rows[l][0])
 		cc, cm, cok := cell(rows[l][1])
-		ratio := "–"
-		if kok && cok && km != 0 {
-			ratio = fmt.Sprintf("%.2f", cm/km)
+		fc, fm, fok := cell(rows[l][2])
+		s.WriteString("| " + label + " |")
+		if hasKF {
+			s.WriteString(" " + kc + " |")
 		}
-		fmt.Fprintf(&s, "| %s | %s | %s | %s |\n", label, kc, cc, ratio)
+		s.WriteString(" " + cc + " |")
+		if hasFloor {
+			s.WriteString(" " + fc + " |")
+		}
+		if hasKF {
+			s.WriteString(" " + ratio(cm, km, kok && cok) + " |")
+		}
+		if hasFloor {
+			s.WriteString(" " + ratio(cm, fm, fok && cok) + " |")
+		}
+		s.WriteString("\n")
 	}
 	return s.String()
 }
@@ -160,9 +204,10 @@ func raceTable(kfs, cfs []raceResult) string {
 // report prints one run's table and what does not fit in it: the
 // controller's own histogram and plane write counts, the plane's writes
 // by resource and verb, the profiles' tops and notes.
-func report(b *testing.B, run int, kf, cf raceResult) {
+func report(b *testing.B, run int, kf, cf, fl raceResult) {
 	var s strings.Builder
-	fmt.Fprintf(&s, "\nrace run %d of %d (%d members × %d objects):\n\n%s\n", run, raceRuns, raceMembers, raceObjects, raceTable([]raceResult{kf}, []raceResult{cf}))
+	fmt.Fprintf(&s, "\nrace run %d of %d (%d members × %d objects):\n\n%s\n", run, raceRuns, raceMembers, raceObjects,
+		raceTable(ranOnly(kf), []raceResult{cf}, ranOnly(fl)))
 	for _, n := range slices.Sorted(maps.Keys(cf.histLatency)) {
 		l := cf.histLatency[n]
 		fmt.Fprintf(&s, "cellfed-controller's propagation_latency_seconds (observed → written) to %d cells: p50 %.1f ms, p99 %.1f ms\n", n, ms(l[0]), ms(l[1]))
@@ -170,7 +215,7 @@ func report(b *testing.B, run int, kf, cf raceResult) {
 	if cf.ctrlNew != nil {
 		fmt.Fprintf(&s, "cellfed-controller's plane_writes_total: new %v, update %v, no-op %v\n", cf.ctrlNew, cf.ctrlUpdate, cf.ctrlNoop)
 	}
-	for _, r := range []raceResult{kf, cf} {
+	for _, r := range []raceResult{kf, cf, fl} {
 		if !r.ran() {
 			continue
 		}
@@ -184,11 +229,20 @@ func report(b *testing.B, run int, kf, cf raceResult) {
 	if cf.heapTop != "" {
 		fmt.Fprintf(&s, "cellfed-controller heap profile after the convergence, top 10:\n%s\n", cf.heapTop)
 	}
-	for _, n := range append(kf.notes, cf.notes...) {
+	for _, n := range slices.Concat(kf.notes, cf.notes, fl.notes) {
 		fmt.Fprintf(&s, "note: %s\n", n)
 	}
 	b.Log(s.String())
 	fmt.Print(s.String())
+}
+
+// ranOnly is r as a column of the table, none when r did not run (its
+// contestant was skipped).
+func ranOnly(r raceResult) []raceResult {
+	if !r.ran() {
+		return nil
+	}
+	return []raceResult{r}
 }
 
 // writeRaceTable prints the table of all runs and writes it, with what
@@ -197,7 +251,7 @@ func report(b *testing.B, run int, kf, cf raceResult) {
 // asked with CELLFED_BENCH_TABLE=<path> (a relative path is relative to
 // the repository root) does it write there: CELLFED_BENCH_TABLE=docs/race.md
 // regenerates the published table.
-func writeRaceTable(b *testing.B, kfs, cfs []raceResult, started time.Time) {
+func writeRaceTable(b *testing.B, kfs, cfs, fls []raceResult, started time.Time) {
 	path := os.Getenv("CELLFED_BENCH_TABLE")
 	switch {
 	case path == "":
@@ -218,7 +272,7 @@ func writeRaceTable(b *testing.B, kfs, cfs []raceResult, started time.Time) {
 	}
 	cmd := strings.TrimSpace(strings.Join(env, " ") + " go test ./test/bench -run XXX -bench BenchmarkControllerRace -benchtime 1x -timeout " + timeout)
 	var s strings.Builder
-	fmt.Fprintf(&s, "# The controller race: upstream KubeFed v0.10.0 and cellfed-controller\n\n")
+	fmt.Fprintf(&s, "# The controller race: upstream KubeFed v0.10.0, cellfed-controller and the floor\n\n")
 	fmt.Fprintf(&s, "Generated by `BenchmarkControllerRace` (test/bench/controller_bench_test.go); see docs/performance.md.\n\n")
 	fmt.Fprintf(&s, "- date: %s (UTC), %.0f min\n", started.UTC().Format("2006-01-02 15:04"), time.Since(started).Minutes())
 	fmt.Fprintf(&s, "- size: %d members × %d objects (one cell per member), %d latency samples per phase, %d run(s): each cell is the median", raceMembers, raceObjects, raceLatencies, len(cfs))
@@ -227,14 +281,16 @@ func writeRaceTable(b *testing.B, kfs, cfs []raceResult, started time.Time) {
 	}
 	fmt.Fprintf(&s, "\n- machine: %d CPUs (nproc), %s memory, load average at the end %s\n", runtime.NumCPU(), memTotal(), loadAvg())
 	fmt.Fprintf(&s, "- command: `%s`\n\n", cmd)
-	fmt.Fprintf(&s, "%s\n", raceTable(kfs, cfs))
+	fmt.Fprintf(&s, "%s\n", raceTable(kfs, cfs, fls))
 	fmt.Fprintf(&s, "Latency: from the create request to the object in every placed member (the bench's own watches), one object every 50 ms. ")
 	fmt.Fprintf(&s, "Member writes: configmap create/update/delete requests the members answered, summed over all members. ")
 	fmt.Fprintf(&s, "Plane writes: writes to the federated type and PropagatedVersions, the bench's own create or patch of each object left out; conversion calls include the bench's requests. ")
 	fmt.Fprintf(&s, "CPU: user+system from /proc; the members' is the sum over the member kube-apiservers. ")
-	fmt.Fprintf(&s, "RSS growth: peak RSS minus the RSS once the members were joined, before any object.\n")
+	fmt.Fprintf(&s, "RSS growth: peak RSS minus the RSS once the members were joined, before any object. ")
+	fmt.Fprintf(&s, "The floor (test/bench/floor) is the least a correct propagator does: one plane watch decoded into the typed v1beta2 struct with the template as raw bytes, "+
+		"each member object created in protobuf, one metadata-only watch per member keeping a resourceVersion and a 64-bit hash per placement, one status write per generation.\n")
 	var notes []string
-	for _, rs := range [][]raceResult{kfs, cfs} {
+	for _, rs := range [][]raceResult{kfs, cfs, fls} {
 		for _, r := range rs {
 			notes = append(notes, r.notes...)
 		}

@@ -164,40 +164,6 @@ func compact(u *unstructured.Unstructured, spec []string, in *interner) (*entry,
 	return e, nil
 }
 
-// leanMetadata is the transform of a metadata-only member cache
-// (MetadataOnly): each PartialObjectMetadata becomes the entry Lean
-// would have made of the whole object, apiVersion its resource's
-// (the kind is not known from a metadata watch and stays empty).
-func leanMetadata(apiVersion string) cache.TransformFunc {
-	in := &interner{}
-	return func(obj any) (any, error) {
-		p, ok := obj.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return obj, nil
-		}
-		m := &p.ObjectMeta
-		return &entry{
-			TypeMeta: metav1.TypeMeta{APIVersion: in.get(apiVersion)},
-			ObjectMeta: metav1.ObjectMeta{
-				Name:                       m.Name,
-				GenerateName:               m.GenerateName,
-				Namespace:                  in.get(m.Namespace),
-				SelfLink:                   m.SelfLink, //nolint:staticcheck // deprecated, but the cache gives back what the member sent
-				UID:                        m.UID,
-				ResourceVersion:            m.ResourceVersion,
-				Generation:                 m.Generation,
-				CreationTimestamp:          m.CreationTimestamp,
-				DeletionTimestamp:          m.DeletionTimestamp,
-				DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
-				OwnerReferences:            m.OwnerReferences,
-				Finalizers:                 m.Finalizers,
-			},
-			labels:      pairInterned(m.Labels, in, true),
-			annotations: pairInterned(m.Annotations, in, false),
-		}, nil
-	}
-}
-
 // expand builds a fresh unstructured object from e: callers may change
 // it freely.
 func (e *entry) expand() (*unstructured.Unstructured, error) {

@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -47,10 +45,7 @@ type Member struct {
 	// for the written object's version: the member answers them with a
 	// PartialObjectMetadata in protobuf, so neither side encodes or
 	// decodes the rest of the object (writes.go).
-	Writes dynamic.Interface
-	// Metadata watches the resources whose member cache is metadata
-	// only (see MetadataOnly), on Dynamic's connections.
-	Metadata  metadata.Interface
+	Writes    dynamic.Interface
 	rest      rest.Interface
 	discovery discovery.ServerVersionInterface
 	onChange  func(*Member)
@@ -105,7 +100,7 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 	if opts.Wrap != nil {
 		cfg.Wrap(opts.Wrap)
 	}
-	dyn, writes, meta, err := dynamicClients(cfg)
+	dyn, writes, err := dynamicClients(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +113,6 @@ func newMember(key string, a Access, opts Options, onChange func(*Member)) (*Mem
 		opts:      opts,
 		Dynamic:   dyn,
 		Writes:    writes,
-		Metadata:  meta,
 		rest:      disco.RESTClient(),
 		discovery: disco,
 		onChange:  onChange,
@@ -260,7 +254,7 @@ func (m *Member) watch(w *watch) {
 	defer m.mu.Unlock()
 	m.watched = append(m.watched, w)
 	if m.informers != nil {
-		m.informers.add(m.Dynamic, m.Metadata, w)
+		m.informers.add(m.Dynamic, w)
 	}
 }
 
@@ -274,46 +268,18 @@ func (m *Member) unwatch(w *watch) {
 	}
 }
 
-// MetadataOnly reports whether a member cache of gvr watches metadata
-// only: the built-in resources without a status and without a spec, whose
-// lean cache entry (metadata, kept spec fields, status) is all metadata.
-// Their watch events then come as PartialObjectMetadata in protobuf,
-// without the object's content, which nothing reads from the cache.
-func MetadataOnly(gvr schema.GroupVersionResource) bool {
-	return statusless[gvr.GroupResource()]
-}
-
-var statusless = map[schema.GroupResource]bool{
-	{Resource: "configmaps"}:                                              true,
-	{Resource: "secrets"}:                                                 true,
-	{Resource: "serviceaccounts"}:                                         true,
-	{Resource: "limitranges"}:                                             true,
-	{Group: "rbac.authorization.k8s.io", Resource: "roles"}:               true,
-	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}:        true,
-	{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:        true,
-	{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}: true,
-}
-
-func (mi *memberInformers) add(dyn dynamic.Interface, meta metadata.Interface, w *watch) {
+func (mi *memberInformers) add(dyn dynamic.Interface, w *watch) {
 	ri := mi.byGVR[w.gvr]
 	if ri == nil {
 		ctx, cancel := context.WithCancel(mi.ctx)
-		managed := func(o *metav1.ListOptions) { o.LabelSelector = ManagedLabel + "=true" }
-		transform := Lean(w.spec)
-		var informer cache.SharedIndexInformer
-		if MetadataOnly(w.gvr) && meta != nil {
-			informer = metadatainformer.NewFilteredMetadataInformer(meta, w.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, managed).Informer()
-			transform = leanMetadata(w.gvr.GroupVersion().String())
-		} else {
-			informer = dynamicinformer.NewFilteredDynamicInformer(dyn, w.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, managed).Informer()
-		}
 		ri = &resourceInformer{
-			informer: informer,
-			cancel:   cancel,
-			regs:     map[*watch]cache.ResourceEventHandlerRegistration{},
-			started:  time.Now(),
+			informer: dynamicinformer.NewFilteredDynamicInformer(dyn, w.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+				func(o *metav1.ListOptions) { o.LabelSelector = ManagedLabel + "=true" }).Informer(),
+			cancel:  cancel,
+			regs:    map[*watch]cache.ResourceEventHandlerRegistration{},
+			started: time.Now(),
 		}
-		if err := ri.informer.SetTransform(transform); err != nil {
+		if err := ri.informer.SetTransform(Lean(w.spec)); err != nil {
 			klog.ErrorS(err, "Setting the member cache's transform", "resource", w.gvr)
 		}
 		ri.spec = w.spec
@@ -439,7 +405,7 @@ func (m *Member) probe(ctx context.Context) {
 	if h.Ready && m.informers == nil {
 		mi := &memberInformers{ctx: context.Background(), byGVR: map[schema.GroupVersionResource]*resourceInformer{}}
 		for _, w := range m.watched {
-			mi.add(m.Dynamic, m.Metadata, w)
+			mi.add(m.Dynamic, w)
 		}
 		m.informers = mi
 	} else if !h.Ready && m.informers != nil {
@@ -523,21 +489,18 @@ func StripManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// dynamicClients are a member's Dynamic, Writes and Metadata clients, on
-// one set of connections.
-func dynamicClients(cfg *rest.Config) (dyn, writes dynamic.Interface, meta metadata.Interface, err error) {
+// dynamicClients are a member's Dynamic and Writes clients, on one set of
+// connections.
+func dynamicClients(cfg *rest.Config) (dyn, writes dynamic.Interface, err error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("member client: %w", err)
+		return nil, nil, fmt.Errorf("member client: %w", err)
 	}
 	if dyn, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
-		return nil, nil, nil, fmt.Errorf("member client: %w", err)
+		return nil, nil, fmt.Errorf("member client: %w", err)
 	}
 	if writes, err = newWritesClient(cfg, dyn, httpClient); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if meta, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
-		return nil, nil, nil, fmt.Errorf("member metadata client: %w", err)
-	}
-	return dyn, writes, meta, nil
+	return dyn, writes, nil
 }

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -221,60 +220,4 @@ func cacheKey(u *unstructured.Unstructured) string {
 		return u.GetName()
 	}
 	return u.GetNamespace() + "/" + u.GetName()
-}
-
-// TestLeanMetadata checks that a metadata-only cache's entry expands to
-// what Lean makes of the whole object: for a ConfigMap, everything but
-// its data (which no cache keeps) and its kind (a metadata watch does
-// not say it).
-func TestLeanMetadata(t *testing.T) {
-	whole := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{
-			"name": "app", "namespace": "shop", "uid": "u1", "resourceVersion": "42",
-			"labels":      map[string]any{ManagedLabel: "true"},
-			"annotations": map[string]any{"a": "b"},
-			"finalizers":  []any{"f"},
-		},
-		"data": map[string]any{"key": "v"},
-	}}
-	partial := &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", UID: "u1", ResourceVersion: "42",
-			Labels: map[string]string{ManagedLabel: "true"}, Annotations: map[string]string{"a": "b"}, Finalizers: []string{"f"}},
-	}
-	fromWhole, err := Lean(nil)(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromMeta, err := leanMetadata("v1")(partial)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _, err := Expand(fromWhole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := Expand(fromMeta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(want.Object, "kind")
-	if !equality.Semantic.DeepEqual(got.Object, want.Object) {
-		t.Errorf("metadata-only entry expands to\n%v\nwant\n%v", got.Object, want.Object)
-	}
-	for _, tc := range []struct {
-		gvr  schema.GroupVersionResource
-		want bool
-	}{
-		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, true},
-		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, false},
-		{schema.GroupVersionResource{Version: "v1", Resource: "services"}, false},
-		{schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "configmaps"}, false},
-	} {
-		if got := MetadataOnly(tc.gvr); got != tc.want {
-			t.Errorf("MetadataOnly(%s) = %v, want %v", tc.gvr, got, tc.want)
-		}
-	}
 }

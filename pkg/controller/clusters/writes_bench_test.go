@@ -55,7 +55,7 @@ func BenchmarkMemberCreate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, writes, _, err := dynamicClients(cfg)
+	_, writes, err := dynamicClients(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestWritesAnswerWithMetadata(t *testing.T) {
 	cfg := member.RESTConfig(t)
 	types := &answerTypes{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { types.next = rt; return types }
-	dyn, writes, _, err := dynamicClients(cfg)
+	dyn, writes, err := dynamicClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestWritesAnswerFallback(t *testing.T) {
 				_, _ = w.Write([]byte(tc.answer))
 			}))
 			defer srv.Close()
-			_, writes, _, err := dynamicClients(&rest.Config{Host: srv.URL})
+			_, writes, err := dynamicClients(&rest.Config{Host: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}

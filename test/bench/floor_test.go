@@ -43,7 +43,7 @@ func TestFloorPropagates(t *testing.T) {
 	waitData := func(what, want string) {
 		t.Helper()
 		var got string
-		if err := framework.Poll(ctx, 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := framework.Poll(ctx, 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
 			cm, err := mc.CoreV1().ConfigMaps(ns).Get(ctx, "app", metav1.GetOptions{})
 			if err != nil {
 				got = err.Error()
@@ -57,7 +57,7 @@ func TestFloorPropagates(t *testing.T) {
 	}
 	waitData("created", "app")
 	var status string
-	if err := framework.Poll(ctx, 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
+	if err := framework.Poll(ctx, 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		o, err := dyn.Resource(fedConfigMaps).Namespace(ns).Get(ctx, "app", metav1.GetOptions{})
 		if err != nil {
 			return false, err

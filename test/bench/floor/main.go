@@ -122,6 +122,7 @@ func run(ctx context.Context, kubeconfig string, memberConfigs memberFlags, work
 		members: map[string]*member{},
 		queue:   workqueue.NewTyped[string](),
 		pending: map[string]*typesv1b2.FederatedObject{},
+		statusG: map[string]int64{},
 	}
 	for name, path := range memberConfigs {
 		m, err := newMember(f, name, path)
@@ -440,9 +441,6 @@ func (f *floor) writeStatus(ctx context.Context, key string, obj *typesv1b2.Fede
 	_ = resp.Body.Close()
 	if ok == len(topologies) {
 		f.mu.Lock()
-		if f.statusG == nil {
-			f.statusG = map[string]int64{}
-		}
 		f.statusG[key] = obj.Generation
 		f.mu.Unlock()
 	}

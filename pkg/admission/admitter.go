@@ -121,7 +121,10 @@ func (a *Admitter) Validate(r Request) error {
 	var err error
 	switch {
 	case r.isFederated():
-		if errs = policyOwnedErrors(r); len(errs) == 0 {
+		if errs = droppedFieldErrors(r); len(errs) == 0 {
+			errs = policyOwnedErrors(r)
+		}
+		if len(errs) == 0 {
 			errs, err = a.validateFederated(r)
 		}
 	case r.isCell():

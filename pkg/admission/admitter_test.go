@@ -298,6 +298,8 @@ type validateCase struct {
 	old  string // the current object on UPDATE and DELETE
 	want outcome
 	msgs []string // substrings of the error message
+	// replace makes the request a whole-object update (PUT).
+	replace bool
 }
 
 func runValidate(t *testing.T, cases []validateCase) {
@@ -318,7 +320,9 @@ func runValidate(t *testing.T, cases []validateCase) {
 			if obj != nil {
 				before = obj.DeepCopy()
 			}
-			err := newAdmitter().Validate(request(op, c.sub, obj, old))
+			r := request(op, c.sub, obj, old)
+			r.Replace = c.replace
+			err := newAdmitter().Validate(r)
 			checkOutcome(t, err, c.want, c.msgs)
 			if obj != nil && !reflect.DeepEqual(before.Object, obj.Object) {
 				t.Errorf("Validate changed the object:\nbefore %v\nafter  %v", before.Object, obj.Object)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -168,6 +169,9 @@ func (p *Plugin) request(ctx context.Context, a admission.Attributes) (Request, 
 		r.User, r.Groups = u.GetName(), u.GetGroups()
 	}
 	r.FieldManager = fieldManagerOf(a.GetOperationOptions())
+	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok {
+		r.Replace = info.Verb == "update"
+	}
 	return r, true, nil
 }
 

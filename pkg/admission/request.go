@@ -36,6 +36,9 @@ type Request struct {
 	User         string
 	Groups       []string
 	FieldManager string
+	// Replace is true for a whole-object update (PUT), false for a patch
+	// and when unknown (the admission webhook cannot tell them apart).
+	Replace bool
 }
 
 // What admission handles.

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +38,7 @@ import (
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/federatedtypes"
+	"github.com/cellfed/cellfed/pkg/pki"
 	"github.com/cellfed/cellfed/test/framework"
 )
 
@@ -44,48 +49,67 @@ import (
 // workload runs:
 //
 //   - two plane replicas of the previous release on a private MariaDB
-//     database, behind a round-robin balancer (a Service), its
-//     cellfed-controller and two real members joined as cells;
+//     database, behind a round-robin balancer (a Service), each with a
+//     tunnel hub; its cellfed-controller; two real members joined as
+//     cells, and a third (edge-0) in a network namespace, reached through
+//     its cellfed-agent;
 //   - a writer that creates config maps and updates a counter through the
-//     replicas (moving to the other replica when one refuses), a
-//     client-go informer through the balancer that records every event,
-//     a FederatedConfigMap updated every half second, and a staged
+//     replicas (moving to the other replica when one refuses), kubectl
+//     creating config maps through the balancer, a client-go informer
+//     through the balancer that records every event, a FederatedConfigMap
+//     on all three members updated every half second, and a staged
 //     rollout (started by the old release, moved on by the new, finished
 //     by the old again).
 //
-// Upgrade: replica 1, replica 2, the controller; rollback: the
-// controller, replica 1, replica 2 — each stopped (SIGTERM) and started
-// on its data directory and port. Asserted: no acknowledged write lost or
-// applied twice, the informer saw every acknowledged write (or relisted),
-// no member object deleted or re-created, the federated object's last
-// value and the rollout reach the members, a field written through the
-// new release survives a whole-object update through an old replica, and
+// Upgrade: replica 1, replica 2, the controller, the agent; rollback: the
+// agent, the controller, replica 1, replica 2 — each stopped (SIGTERM)
+// and started on its data directory and port. Asserted: no acknowledged
+// write lost or applied twice, the informer saw every acknowledged write
+// (or relisted), no member object deleted or re-created, the federated
+// object's updates reach the tunnelled member after each agent step and
+// its last value and the rollout reach the members, fields written
+// through the new release survive a whole-object update through an old
+// replica (a FederatedDeployment, a Cell, a ClusterRegistration), a PUT
+// that drops spec.replicaDivision is refused by the new release, and
 // every CRD the plane owns carries the new release's schema stamp. The
 // longest time without an acknowledged write is logged per step (the
 // downtime docs/operations.md reports).
-//
-// Missing: the tunnel agent in a network namespace (it is not upgraded
-// here).
 func TestRollingUpgrade(t *testing.T) {
 	t.Parallel()
 	oldBin := previousRelease(t)
 	newBin := filepath.Dir(framework.Binary(t, "cellfed-apiserver"))
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	dsn := framework.NewDatabase(t)
 	newRelease := release(t)
 
-	// --- The previous release: two replicas, two members, cells, its
-	// controller.
-	opts := framework.PlaneOptions{Endpoint: dsn, Args: []string{"--default-federated-types=configmaps,deployments.apps"}}
+	// --- The previous release: two replicas, each with a tunnel hub, two
+	// members, a third behind a network namespace reached through its
+	// agent, cells, its controller.
+	ns, why := framework.NewNetNS(t)
+	agentBind := "0.0.0.0" // agents in the namespace reach the hubs through the veth
+	if ns == nil {
+		t.Logf("no network namespace (%s): member edge-0 and its agent run on loopback, its address withheld", why)
+		agentBind = ""
+	}
+	common := []string{"--default-federated-types=configmaps,deployments.apps", "--tunnel-server-count=2", framework.AllowHandIssuedAgents}
+	tunnelA, portsA := framework.TunnelPlaneArgs(t, agentBind)
+	tunnelB, portsB := framework.TunnelPlaneArgs(t, agentBind)
+	opts := framework.PlaneOptions{Endpoint: dsn, Args: append(tunnelA, common...)}
 	r1 := &upgradedPlane{name: "replica 1", dataDir: t.TempDir(), port: framework.FreePort(t), opts: opts}
 	var members []*framework.Server
+	var edge *framework.Server
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		members = framework.StartMembers(t, 2)
 	}()
+	if ns != nil {
+		edge = framework.StartMemberIn(t, "edge-0", ns)
+	} else {
+		edge = framework.StartMemberNoWait(t, "edge-0")
+	}
 	r1.start(t, oldBin, "old")
 	wg.Wait()
 	if err := r1.s.WaitReady(ctx); err != nil {
@@ -95,7 +119,7 @@ func TestRollingUpgrade(t *testing.T) {
 	o2.Args = append([]string{
 		"--shared-pki-dir=" + filepath.Join(r1.dataDir, "pki"),
 		"--kms-key-file=" + filepath.Join(r1.dataDir, "kms", "keys"),
-	}, opts.Args...)
+	}, append(tunnelB, common...)...)
 	r2 := &upgradedPlane{name: "replica 2", dataDir: t.TempDir(), port: framework.FreePort(t), opts: o2}
 	r2.start(t, oldBin, "old")
 	if err := r2.s.WaitReady(ctx); err != nil {
@@ -117,22 +141,34 @@ func TestRollingUpgrade(t *testing.T) {
 	for i, m := range members {
 		oldCtl.ok(t, "join", fmt.Sprintf("member-%d", i), "--kubeconfig-member="+m.Kubeconfig)
 	}
+	// edge-0's agent (previous release) reaches both hubs through a
+	// balancer, as through the hubs' Service; the federation reaches the
+	// member through a balancer over both CONNECT frontends.
+	tunnel := startEdgeTunnel(ctx, t, r1.s, ns, edge, portsA, portsB)
+	agent := tunnel.agent
+	agent.start(t, oldBin)
+	if err := tunnel.waitReachable(ctx, t); err != nil {
+		t.Fatalf("member edge-0 not reachable through its agent (previous release): %v\n%s", err, agent.proc.Tail(30))
+	}
+	framework.JoinMember(t, r1.s, edge, "edge-0")
 	k.MustRun(t, framework.TenantNamespaces, "apply", "-f", "-")
 	oldCtl.ok(t, "cell", "create", "rz00a", "-n", "shop", "--cluster=member-0", "--label=zone=z0")
 	oldCtl.ok(t, "cell", "create", "rz10a", "-n", "shop", "--cluster=member-1", "--label=zone=z1")
+	oldCtl.ok(t, "cell", "create", "rz20a", "-n", "shop", "--cluster=edge-0", "--label=zone=z2")
 	ctrl := startUpgradedController(t, oldBin, lbKubeconfig)
-	f := &federation{kubectl: k, dyn: lbDyn, members: members, ctl: oldCtl}
-	for _, m := range members {
+	// members are the two direct members; edge-0 is f's member 2.
+	f := &federation{kubectl: k, dyn: lbDyn, members: append(slices.Clone(members), edge), ctl: oldCtl}
+	for _, m := range f.members {
 		f.memberKube = append(f.memberKube, m.Client(t))
 	}
 	cells := []string{"rz00a", "rz10a"}
 
-	// A federated object updated throughout, and a rollout started by the
-	// previous release.
-	k.MustRun(t, configMap("shop", "ticker", "n: \"0\"", cells, ""), "apply", "-f", "-")
+	// A federated object updated throughout (on all three members), and
+	// a rollout started by the previous release.
+	k.MustRun(t, configMap("shop", "ticker", "n: \"0\"", append(slices.Clone(cells), "rz20a"), ""), "apply", "-f", "-")
 	k.MustRun(t, deployment("shop", "web", "app:1", cells, ""), "apply", "-f", "-")
 	f.waitSettled(t, fedDeployV2, "shop", "web", map[string]string{"rz00a": "OK", "rz10a": "OK"})
-	f.waitSettled(t, fedCMV2, "shop", "ticker", map[string]string{"rz00a": "OK", "rz10a": "OK"})
+	f.waitSettled(t, fedCMV2, "shop", "ticker", map[string]string{"rz00a": "OK", "rz10a": "OK", "rz20a": "OK"})
 	for i := range members {
 		f.waitImage(t, i, "web", "app:1", 1)
 		f.memberReady(t, i, "web")
@@ -147,7 +183,15 @@ func TestRollingUpgrade(t *testing.T) {
 	placed := []memberRef{
 		{namespaces, "", "shop"}, {configmaps, "shop", "ticker"}, {deployments, "shop", "web"},
 	}
-	uidsBefore := memberUIDs(ctx, t, members, placed)
+	edgePlaced := []memberRef{{namespaces, "", "shop"}, {configmaps, "shop", "ticker"}}
+	placedUIDs := func() map[string]types.UID {
+		out := memberUIDs(ctx, t, members, placed)
+		for key, uid := range memberUIDs(ctx, t, []*framework.Server{edge}, edgePlaced) {
+			out["edge-0"+strings.TrimPrefix(key, "member-0")] = uid
+		}
+		return out
+	}
+	uidsBefore := placedUIDs()
 
 	// --- The workload.
 	r1Kube, r2Kube := r1.s.Client(t), r2.s.Client(t)
@@ -158,21 +202,44 @@ func TestRollingUpgrade(t *testing.T) {
 		Data: map[string]string{"n": "-1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := r1Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kubectlNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	rec := startRecordingInformer(ctx, t, lbKube)
 	w := startRollingWriter(ctx, []kubernetes.Interface{r1Kube, r2Kube})
 	ticker := startFederatedTicker(ctx, lbDyn)
+	kw := startKubectlWriter(ctx, k)
 	w.waitAcked(t, 50)
 
-	// --- Upgrade: replica 1, then replica 2, then the controller.
+	// --- Upgrade: replica 1, then replica 2, then the controller, then the
+	// agent.
 	var steps []upgradeStep
+	// After a replica's restart the agent connects to its hub again: wait
+	// for that (the federation reaches edge-0 through either hub).
+	tunnelBack := func(step string) {
+		t.Helper()
+		began := time.Now()
+		if err := tunnel.waitReachable(ctx, t); err != nil {
+			t.Fatalf("%s: member edge-0 not reachable through both hubs: %v\n%s", step, err, agent.proc.Tail(30))
+		}
+		t.Logf("%s: edge-0 reachable through both hubs %s after the replica was ready", step, time.Since(began).Round(time.Millisecond))
+	}
 	steps = append(steps, r1.swap(ctx, t, w, newBin, "new", "upgrade replica 1"))
+	tunnelBack("upgrade replica 1")
 
 	t.Run("mixed window: a field written through the new release survives an old replica's whole-object update", func(t *testing.T) {
-		testMixedWindow(ctx, t, dynamic.NewForConfigOrDie(r1.s.RESTConfig(t)), dynamic.NewForConfigOrDie(r2.s.RESTConfig(t)))
+		ca, err := os.ReadFile(r1.s.PKI().CACert())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testMixedWindow(ctx, t, dynamic.NewForConfigOrDie(r1.s.RESTConfig(t)), dynamic.NewForConfigOrDie(r2.s.RESTConfig(t)), ca)
 	})
 
 	steps = append(steps, r2.swap(ctx, t, w, newBin, "new", "upgrade replica 2"))
+	tunnelBack("upgrade replica 2")
 	steps = append(steps, ctrl.swap(t, w, newBin, "upgrade the controller"))
+	steps = append(steps, agent.swap(ctx, t, w, tunnel, newBin, "upgrade the agent"))
+	f.waitTickerOn(t, ticker, 2, "after the agent's upgrade")
 	if v := versionOf(t, r2.s); !strings.Contains(v, "cellfed."+newRelease) {
 		t.Errorf("after the upgrade the plane reports %q, want %s", v, newRelease)
 	}
@@ -189,12 +256,17 @@ func TestRollingUpgrade(t *testing.T) {
 	f.memberReady(t, 1, "web")
 	f.memberReady(t, 0, "web")
 	w.waitAcked(t, w.ackedCount()+20)
-	uidsUpgraded := memberUIDs(ctx, t, members, placed)
+	uidsUpgraded := placedUIDs()
 
-	// --- Rollback: the controller, then replica 1, then replica 2.
+	// --- Rollback: the agent, the controller, then replica 1, then
+	// replica 2.
+	steps = append(steps, agent.swap(ctx, t, w, tunnel, oldBin, "roll back the agent"))
+	f.waitTickerOn(t, ticker, 2, "after the agent's rollback")
 	steps = append(steps, ctrl.swap(t, w, oldBin, "roll back the controller"))
 	steps = append(steps, r1.swap(ctx, t, w, oldBin, "old-again", "roll back replica 1"))
+	tunnelBack("roll back replica 1")
 	steps = append(steps, r2.swap(ctx, t, w, oldBin, "old-again", "roll back replica 2"))
+	tunnelBack("roll back replica 2")
 	w.waitAcked(t, w.ackedCount()+20)
 
 	// The previous release finishes the rollout.
@@ -207,9 +279,10 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 
 	lastTick, tickErrs := ticker.stop()
+	kubectlAcked, kubectlUncertain, kubectlRefused := kw.stop()
 	acked := w.stop(t)
-	t.Logf("workload: %d acknowledged writes, %d refused attempts; the federated object updated %d times (%d refused)",
-		len(acked), w.failures(), lastTick, tickErrs)
+	t.Logf("workload: %d acknowledged writes, %d refused attempts; the federated object updated %d times (%d refused); kubectl created %d config maps (%d attempts refused)",
+		len(acked), w.failures(), lastTick, tickErrs, len(kubectlAcked), kubectlRefused)
 	for _, s := range steps {
 		t.Logf("%s: the process was down %s (stop to ready); longest time without an acknowledged write %s, %d refused writes; the informer listed %d times",
 			s.name, s.down.Round(time.Millisecond), s.longestGap.Round(time.Millisecond), s.refused, rec.listsBetween(s.from, s.to))
@@ -244,6 +317,32 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	})
 
+	t.Run("every config map kubectl created is there, and no other", func(t *testing.T) {
+		list, err := r2Kube.CoreV1().ConfigMaps(kubectlNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, cm := range list.Items {
+			if strings.HasPrefix(cm.Name, "k-") {
+				have[cm.Name] = true
+			}
+		}
+		for _, name := range kubectlAcked {
+			if !have[name] {
+				t.Errorf("kubectl's acknowledged create of %s is lost", name)
+			}
+			delete(have, name)
+		}
+		delete(have, kubectlUncertain)
+		if len(have) > 0 {
+			t.Errorf("config maps no kubectl create acknowledged: %v", slices.Sorted(maps.Keys(have)))
+		}
+		if len(kubectlAcked) < 20 {
+			t.Errorf("kubectl created only %d config maps during the upgrade and rollback", len(kubectlAcked))
+		}
+	})
+
 	t.Run("the informer saw every acknowledged write", func(t *testing.T) {
 		last := acked[len(acked)-1].rv
 		if err := framework.Poll(ctx, 50*time.Millisecond, 60*time.Second, func(context.Context) (bool, error) {
@@ -263,7 +362,10 @@ func TestRollingUpgrade(t *testing.T) {
 	})
 
 	t.Run("no member object deleted or re-created", func(t *testing.T) {
-		uidsAfter := memberUIDs(ctx, t, members, placed)
+		uidsAfter := placedUIDs()
+		if len(uidsBefore) != 2*len(placed)+len(edgePlaced) {
+			t.Errorf("recorded %d member objects' UIDs, want %d", len(uidsBefore), 2*len(placed)+len(edgePlaced))
+		}
 		for key, uid := range uidsBefore {
 			if uidsUpgraded[key] != uid {
 				t.Errorf("%s: UID %s before the upgrade, %s after it", key, uid, uidsUpgraded[key])
@@ -278,7 +380,7 @@ func TestRollingUpgrade(t *testing.T) {
 		want := strconv.Itoa(lastTick)
 		eventually(t, "members hold ticker n="+want, func() (bool, string) {
 			var got []string
-			for i := range members {
+			for i := range f.members {
 				obj := f.memberObject(t, i, configmaps, "shop", "ticker")
 				n := ""
 				if obj != nil {
@@ -286,7 +388,7 @@ func TestRollingUpgrade(t *testing.T) {
 				}
 				got = append(got, n)
 			}
-			return slices.Equal(got, []string{want, want}), fmt.Sprintf("members hold n=%v", got)
+			return slices.Equal(got, []string{want, want, want}), fmt.Sprintf("members hold n=%v", got)
 		})
 	})
 
@@ -720,7 +822,7 @@ func (r *recordingInformer) check(acked []ackedWrite) (missing []string, doubled
 type federatedTicker struct {
 	halt chan struct{}
 	done chan struct{}
-	last int
+	last atomic.Int64
 	errs int
 }
 
@@ -746,7 +848,7 @@ func startFederatedTicker(ctx context.Context, dyn dynamic.Interface) *federated
 				f.errs++
 				continue
 			}
-			f.last = n
+			f.last.Store(int64(n))
 			n++
 		}
 	}()
@@ -758,7 +860,23 @@ func startFederatedTicker(ctx context.Context, dyn dynamic.Interface) *federated
 func (f *federatedTicker) stop() (int, int) {
 	close(f.halt)
 	<-f.done
-	return f.last, f.errs
+	return int(f.last.Load()), f.errs
+}
+
+// waitTickerOn waits until member i holds a ticker value the ticker had
+// acknowledged when the wait began: updates reach it again.
+func (f *federation) waitTickerOn(t *testing.T, ticker *federatedTicker, i int, when string) {
+	t.Helper()
+	want := int(ticker.last.Load())
+	eventually(t, fmt.Sprintf("member %d holds ticker n>=%d %s", i, want, when), func() (bool, string) {
+		obj := f.memberObject(t, i, configmaps, "shop", "ticker")
+		if obj == nil {
+			return false, "no ticker"
+		}
+		s, _, _ := unstructured.NestedString(obj.Object, "data", "n")
+		n, _ := strconv.Atoi(s)
+		return n >= want, "n=" + s
+	})
 }
 
 // --- Member objects --------------------------------------------------------------
@@ -796,7 +914,7 @@ func memberUIDs(ctx context.Context, t *testing.T, members []*framework.Server, 
 // through the old one with whole-object updates (GET, change, PUT) and
 // reads them back through the new one: nothing the new release wrote may
 // be dropped.
-func testMixedWindow(ctx context.Context, t *testing.T, newDyn, oldDyn dynamic.Interface) {
+func testMixedWindow(ctx context.Context, t *testing.T, newDyn, oldDyn dynamic.Interface, caPEM []byte) {
 	// A FederatedDeployment with spec.replicaDivision, created through
 	// the new replica.
 	const name = "divided"
@@ -881,6 +999,81 @@ func testMixedWindow(ctx context.Context, t *testing.T, newDyn, oldDyn dynamic.I
 	if cellAfter.GetLabels()["upgrade"] != "mixed" {
 		t.Errorf("the old replica's label is missing: %v", cellAfter.GetLabels())
 	}
+
+	// A ClusterRegistration, as an agent leaves it: created through the
+	// new replica, updated whole through the old one.
+	regNew, err := newDyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Create(ctx, mixedRegistration(t, caPEM), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ClusterRegistration edge-mixed through the new replica: %v", err)
+	}
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		regOld, err := oldDyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, regNew.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		regOld.SetLabels(map[string]string{"upgrade": "mixed"})
+		_, err = oldDyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Update(ctx, regOld, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("whole-object update of ClusterRegistration edge-mixed through the old replica: %v", err)
+	}
+	regAfter, err := newDyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Get(ctx, regNew.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(regAfter.Object["spec"], regNew.Object["spec"]) {
+		t.Errorf("ClusterRegistration edge-mixed's spec changed by the old replica's update: %v, was %v", regAfter.Object["spec"], regNew.Object["spec"])
+	}
+	if regAfter.GetLabels()["upgrade"] != "mixed" {
+		t.Errorf("ClusterRegistration edge-mixed: the old replica's label is missing: %v", regAfter.GetLabels())
+	}
+	if err := newDyn.Resource(cellv1alpha1.ClusterRegistrationsResource).Delete(ctx, regNew.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting ClusterRegistration edge-mixed: %v", err)
+	}
+
+	// A client built before spec.replicaDivision existed decodes the
+	// object without it, and its whole-object update leaves it out: the
+	// new release refuses that PUT, saying how to remove the field on
+	// purpose (a patch), which it then takes.
+	stale, err := newDyn.Resource(fedDeployV2).Namespace("shop").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(stale.Object, "spec", "replicaDivision")
+	_, err = newDyn.Resource(fedDeployV2).Namespace("shop").Update(ctx, stale, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicaDivision") || !strings.Contains(err.Error(), "kubectl patch") {
+		t.Errorf("a PUT leaving spec.replicaDivision out through the new replica: got %v, want Invalid naming the field and the patch that removes it", err)
+	}
+	removed, err := newDyn.Resource(fedDeployV2).Namespace("shop").Patch(ctx, name, types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/spec/replicaDivision"}]`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("removing spec.replicaDivision with a patch: %v", err)
+	}
+	if _, found, _ := unstructured.NestedMap(removed.Object, "spec", "replicaDivision"); found {
+		t.Errorf("the patch left spec.replicaDivision: %v", removed.Object["spec"])
+	}
+}
+
+// mixedRegistration is a ClusterRegistration as an agent would leave it,
+// pending approval.
+func mixedRegistration(t *testing.T, caPEM []byte) *unstructured.Unstructured {
+	t.Helper()
+	_, csrPEM, err := pki.NewAgentKeyAndCSR("edge-mixed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": cellv1alpha1.SchemeGroupVersion.String(),
+		"kind":       "ClusterRegistration",
+		"metadata":   map[string]any{"name": "edge-mixed"},
+		"spec": map[string]any{
+			"apiEndpoint":          "https://127.0.0.1:9",
+			"caBundle":             base64.StdEncoding.EncodeToString(caPEM),
+			"tlsServerName":        "localhost",
+			"memberServiceAccount": "kube-federation-system/cellfed-agent",
+			"csr":                  base64.StdEncoding.EncodeToString(csrPEM),
+		},
+	}}
 }
 
 // templateImage is a FederatedDeployment's first container image.
@@ -945,4 +1138,165 @@ func checkCRDStamps(ctx context.Context, t *testing.T, s *framework.Server, rele
 		t.Errorf("found %d CRDs the plane owns (%d federated): want the core CRDs and the enabled types' (configmaps, deployments)", len(owned), federated)
 	}
 	t.Logf("%d CRDs at %s (%d federated)", len(owned), release, federated)
+}
+
+// --- The tunnelled member ---------------------------------------------------------
+
+// edgeTunnel is member edge-0 behind its network namespace, its agent,
+// and the ways to reach it: through each replica's CONNECT frontend and
+// through a balancer over both (what its KubeFedCluster names).
+type edgeTunnel struct {
+	agent *upgradedAgent
+	// via are copies of the member reached through replica 1's frontend,
+	// replica 2's, and the balancer.
+	via []*framework.Server
+}
+
+// startEdgeTunnel prepares edge's agent (started by the caller) and
+// points edge at the CONNECT balancer.
+func startEdgeTunnel(ctx context.Context, t *testing.T, plane *framework.Server, ns *framework.NetNS, edge *framework.Server, portsA, portsB framework.TunnelPorts) *edgeTunnel {
+	t.Helper()
+	if err := edge.WaitKubeconfig(ctx); err != nil {
+		t.Fatalf("member edge-0: %v", err)
+	}
+	local := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	agentHost := "127.0.0.1"
+	if ns != nil {
+		agentHost = ns.HostIP
+	}
+	agentLB := framework.StartRoundRobinOn(t, agentHost, local(portsA.AgentPort), local(portsB.AgentPort))
+	connectLB := framework.StartRoundRobin(t, local(portsA.ConnectPort), local(portsB.ConnectPort))
+	_, p, _ := net.SplitHostPort(connectLB)
+	connectPort, _ := strconv.Atoi(p)
+	cert, key := framework.IssueAgentCert(t, plane, "edge-0", 24*time.Hour)
+	tn := &edgeTunnel{agent: &upgradedAgent{ns: ns, dir: t.TempDir(), args: []string{
+		"--cluster=edge-0",
+		"--hub-address=" + agentLB,
+		"--hub-server-name=localhost", // the plane's serving certificate names localhost
+		"--hub-ca-file=" + plane.PKI().CACert(),
+		"--cert-file=" + cert,
+		"--key-file=" + key,
+		"--kubeconfig=" + edge.Kubeconfig,
+		"--v=2",
+	}}}
+	ca := framework.TunnelProxyCA(t, plane)
+	for _, ports := range []framework.TunnelPorts{portsA, portsB, {ConnectPort: connectPort}} {
+		m := *edge
+		m.ProxyURL, m.ProxyCA = framework.TunnelProxyURL(t, plane, ports, "edge-0"), ca
+		tn.via = append(tn.via, &m)
+	}
+	edge.ProxyURL, edge.ProxyCA = tn.via[2].ProxyURL, ca
+	return tn
+}
+
+// waitReachable waits until edge-0 answers through both replicas'
+// CONNECT frontends and the balancer: its agent holds a tunnel to each
+// hub.
+func (tn *edgeTunnel) waitReachable(ctx context.Context, t *testing.T) error {
+	t.Helper()
+	for i, m := range tn.via {
+		c := kubernetes.NewForConfigOrDie(m.RESTConfig(t))
+		if err := framework.Poll(ctx, 200*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := c.CoreV1().Namespaces().Get(reqCtx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		}); err != nil {
+			return fmt.Errorf("through %s: %w", []string{"replica 1's CONNECT frontend", "replica 2's", "the balancer"}[i], err)
+		}
+	}
+	return nil
+}
+
+// upgradedAgent is cellfed-agent in edge-0's network namespace,
+// restarted with another release's binary and the same certificate.
+type upgradedAgent struct {
+	ns   *framework.NetNS
+	dir  string
+	args []string
+	proc *framework.Process
+}
+
+func (a *upgradedAgent) start(t *testing.T, binDir string) {
+	t.Helper()
+	release := filepath.Base(filepath.Dir(binDir))
+	bin, args := filepath.Join(binDir, "cellfed-agent"), a.args
+	if a.ns != nil {
+		bin, args = a.ns.Command(bin, args...)
+	}
+	a.proc = framework.StartProcess(t, "cellfed-agent edge-0 ("+release+")", filepath.Join(a.dir, "agent-"+release+".log"), bin, args...)
+}
+
+// swap stops the agent (SIGTERM) and starts binDir's; the step's "down"
+// is from the stop until the member answers through both hubs again.
+func (a *upgradedAgent) swap(ctx context.Context, t *testing.T, w *rollingWriter, tn *edgeTunnel, binDir, step string) upgradeStep {
+	t.Helper()
+	mark := w.mark()
+	began := time.Now()
+	a.proc.Stop(30 * time.Second)
+	a.start(t, binDir)
+	if err := tn.waitReachable(ctx, t); err != nil {
+		t.Fatalf("%s: member edge-0 not reachable through the new agent: %v\n%s", step, err, a.proc.Tail(30))
+	}
+	down := time.Since(began)
+	w.waitAcked(t, w.ackedCount()+20)
+	return w.step(step, mark, down)
+}
+
+// --- kubectl ------------------------------------------------------------------------
+
+// kubectlNS holds the config maps kubectlWriter creates.
+const kubectlNS = "upgrade-kubectl"
+
+// kubectlWriter creates config maps k-0, k-1, … with `kubectl create`
+// through the balancer, one after another, as an operator's script or a
+// CI job would during the upgrade. A refused create is tried again;
+// AlreadyExists on a retry means the earlier attempt was applied.
+type kubectlWriter struct {
+	halt, done chan struct{}
+	acked      []string
+	uncertain  string // a create in doubt when the writer stopped
+	refused    int
+}
+
+func startKubectlWriter(ctx context.Context, k framework.Kubectl) *kubectlWriter {
+	kw := &kubectlWriter{halt: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(kw.done)
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("k-%d", i)
+			for attempt := 0; ; attempt++ {
+				out, err := k.Run(ctx, "", "create", "configmap", name, "-n", kubectlNS, "--from-literal=i="+strconv.Itoa(i), "--request-timeout=10s")
+				if err == nil || (attempt > 0 && strings.Contains(out+err.Error(), "AlreadyExists")) {
+					kw.acked = append(kw.acked, name)
+					break
+				}
+				kw.refused++
+				select {
+				case <-kw.halt:
+					kw.uncertain = name
+					return
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			select {
+			case <-kw.halt:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(300 * time.Millisecond): // the write rate, not a sync
+			}
+		}
+	}()
+	return kw
+}
+
+// stop ends the writer: the acknowledged creates, the one in doubt and
+// the refused attempts.
+func (kw *kubectlWriter) stop() ([]string, string, int) {
+	close(kw.halt)
+	<-kw.done
+	return kw.acked, kw.uncertain, kw.refused
 }

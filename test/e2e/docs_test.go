@@ -278,7 +278,7 @@ var docsFederations = []docsFederation{
 	}},
 	// shop with cells rz00a (member-1) and rz10a (member-2) and web on both.
 	{Name: "two-cells", Members: 2, Join: true, Pages: []docsPageCase{
-		{Page: "docs/federation-api.md", MinBlocks: 6, Timeout: time.Minute}, // creates them
+		{Page: "docs/federation-api.md", Prelude: docsWidgets, MinBlocks: 7, Timeout: time.Minute}, // creates them
 		{Page: "docs/working-with-a-cell.md", Prelude: docsWorkspace, MinBlocks: 2, Timeout: time.Minute},
 		{Page: "docs/cellfedctl.md", MinBlocks: 3, Timeout: time.Minute},
 		{Page: "docs/cell-lifecycle.md", MinBlocks: 1, Timeout: time.Minute}, // drains and deletes rz00a
@@ -315,6 +315,34 @@ func docsCell(name, cluster string) string {
 	return fmt.Sprintf("cellfedctl cell create %s --cluster=%s -n shop >/dev/null\n"+
 		"kubectl wait cells.core.cellfed.io/%s -n shop --for=condition=Ready --timeout=60s >/dev/null\n", name, cluster, name)
 }
+
+// docsWidgets is what federation-api.md's "Enabling and disabling types"
+// assumes: member-1's kubeconfig as member1.kubeconfig, and a CRD
+// widgets.example.com on it.
+const docsWidgets = `cp "$MEMBER1_KUBECONFIG" member1.kubeconfig
+kubectl --kubeconfig=member1.kubeconfig apply -f - >/dev/null <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+YAML
+kubectl --kubeconfig=member1.kubeconfig wait crd/widgets.example.com --for=condition=Established --timeout=60s >/dev/null
+`
 
 // docsNativeApp is native-objects.md's app.yaml, an app team's Deployment
 // web, and the ConfigMap settings no policy places.

@@ -293,7 +293,13 @@ var docsFederations = []docsFederation{
 	{Name: "workspace", Members: 2, Join: true, Pages: []docsPageCase{
 		{Page: "docs/tenancy.md", MinBlocks: 4, Timeout: time.Minute}, // creates shop, rz00a on member-1
 		{Page: "docs/native-objects.md", Prelude: docsCell("rz10a", "member-2") + docsNativeApp, MinBlocks: 4, Timeout: time.Minute},
-		{Page: "docs/registration.md", MinBlocks: 2, Timeout: time.Minute}, // tokens and policies of tenant acme
+	}},
+	// Two members not joined yet, their kubeconfigs as member-1.kubeconfig
+	// and edge-1.kubeconfig, and tenant acme's workspace shop.
+	{Name: "registration", Members: 2, Pages: []docsPageCase{
+		{Page: "docs/registration.md", Prelude: docsWorkspace + `cp "$MEMBER1_KUBECONFIG" member-1.kubeconfig
+cp "$MEMBER2_KUBECONFIG" edge-1.kubeconfig
+`, MinBlocks: 4, Timeout: 2 * time.Minute}, // joins, unjoins, tokens and policies of tenant acme
 	}},
 }
 

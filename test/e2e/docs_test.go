@@ -279,7 +279,7 @@ var docsFederations = []docsFederation{
 	// shop with cells rz00a (member-1) and rz10a (member-2) and web on both.
 	{Name: "two-cells", Members: 2, Join: true, Pages: []docsPageCase{
 		{Page: "docs/federation-api.md", Prelude: docsWidgets, MinBlocks: 7, Timeout: time.Minute}, // creates them
-		{Page: "docs/working-with-a-cell.md", Prelude: docsWorkspace, MinBlocks: 2, Timeout: time.Minute},
+		{Page: "docs/working-with-a-cell.md", Prelude: docsWorkspace, MinBlocks: 3, Timeout: time.Minute},
 		{Page: "docs/cellfedctl.md", MinBlocks: 3, Timeout: time.Minute},
 		{Page: "docs/cell-lifecycle.md", MinBlocks: 1, Timeout: time.Minute}, // drains and deletes rz00a
 	}},

@@ -289,7 +289,7 @@ var docsFederations = []docsFederation{
 	// shop with cells rz00a, rz10a and rz20a on three members, web on all.
 	{Name: "three-cells", Members: 3, Join: true, Pages: []docsPageCase{
 		{Page: "docs/dividing-replicas.md", Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
-			docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3"), MinBlocks: 3, Timeout: time.Minute}, // creates web
+			docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWorkers, MinBlocks: 4, Timeout: time.Minute}, // creates web
 		{Page: "docs/release-control.md", MinBlocks: 4, Timeout: time.Minute},
 	}},
 	// the workspace shop of tenant acme, alice in its app team.
@@ -353,6 +353,37 @@ spec:
               size: {type: integer}
 YAML
 kubectl --kubeconfig=member1.kubeconfig wait crd/widgets.example.com --for=condition=Established --timeout=60s >/dev/null
+`
+
+// docsWorkers is the custom workload dividing-replicas.md sets a
+// replicasPath on: a CRD workers.example.com (its count at
+// spec.workers.count) on member-1, enabled as a federated type.
+const docsWorkers = `kubectl --kubeconfig="$MEMBER1_KUBECONFIG" apply -f - >/dev/null <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: workers.example.com}
+spec:
+  group: example.com
+  names: {kind: Worker, plural: workers, singular: worker}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              workers:
+                type: object
+                properties:
+                  count: {type: integer}
+YAML
+kubectl --kubeconfig="$MEMBER1_KUBECONFIG" wait crd/workers.example.com --for=condition=Established --timeout=60s >/dev/null
+cellfedctl enable workers.example.com --from-cluster="$MEMBER1_KUBECONFIG" >/dev/null
 `
 
 // docsNativeApp is native-objects.md's app.yaml, an app team's Deployment

@@ -39,6 +39,7 @@ import (
 	"github.com/cellfed/cellfed/pkg/controller/replicascheduling"
 	"github.com/cellfed/cellfed/pkg/controller/rolloutcontroller"
 	"github.com/cellfed/cellfed/pkg/controller/statemetrics"
+	"github.com/cellfed/cellfed/pkg/gcsettings"
 	"github.com/cellfed/cellfed/pkg/proxy"
 	"github.com/cellfed/cellfed/pkg/tenancy"
 	"github.com/cellfed/cellfed/pkg/version"
@@ -84,6 +85,8 @@ type Options struct {
 	// TracingConfigFile is kube-apiserver's TracingConfiguration file
 	// ("" = tracing off); see startTracing.
 	TracingConfigFile string
+	// GC sets the garbage collector (--gc-percent, --memory-limit).
+	GC gcsettings.Options
 }
 
 // NewOptions returns the defaults.
@@ -105,6 +108,7 @@ func NewOptions() *Options {
 		RetryPeriod:         2 * time.Second,
 		HealthAddress:       "127.0.0.1:10358",
 		Tunnel:              proxy.NewDialerOptions(),
+		GC:                  gcsettings.DefaultOptions(),
 	}
 }
 
@@ -146,6 +150,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "time between attempts to take or renew the Lease")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port serving /healthz, /readyz and /metrics (empty: off)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go profiles (net/http/pprof) under /debug/pprof/ on --health-address")
+	o.GC.AddFlags(fs)
 	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "file with the OpenTelemetry tracing configuration, as kube-apiserver's (TracingConfiguration of apiserver.config.k8s.io: endpoint, samplingRatePerMillion); empty: tracing off")
 }
 
@@ -176,11 +181,19 @@ func (o *Options) Validate() error {
 	if o.FederationNamespace == "" {
 		errs = append(errs, errors.New("--federation-namespace must not be empty"))
 	}
+	if err := o.GC.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 // Run runs the controller against the plane cfg reaches until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
+	gc, err := gcsettings.Apply(o.GC)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Garbage collector", "percent", gc.Percent, "memoryLimitBytes", gc.Limit, "from", gc.Why)
 	o.Clusters.Namespace = o.FederationNamespace
 	o.Rollout.FederationNamespace = o.FederationNamespace
 	if o.Tunnel.Address != "" {

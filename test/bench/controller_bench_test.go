@@ -186,7 +186,8 @@ func race(b *testing.B, members []*framework.Server, prefix string, who contesta
 	}
 	switch who {
 	case cellfedController:
-		c := framework.StartController(b, plane, "--profiling")
+		// CELLFED_BENCH_CONTROLLER_ARGS adds flags (e.g. --gc-percent=200).
+		c := framework.StartController(b, plane, append([]string{"--profiling"}, strings.Fields(os.Getenv("CELLFED_BENCH_CONTROLLER_ARGS"))...)...)
 		ctrl, metricsURL = c.Process, c.HealthURL
 	case floorPropagator:
 		res.name = "floor"

@@ -9,6 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
+	"github.com/cellfed/cellfed/pkg/registration"
 )
 
 func TestConnectCredentials(t *testing.T) {
@@ -119,4 +124,59 @@ func TestLoadOrCreateSecret(t *testing.T) {
 	if _, err := LoadOrCreateSecret(short); err == nil {
 		t.Fatal("a short secret was accepted")
 	}
+}
+
+// TestHandJoinedConnectCredential: a cluster joined by hand has no
+// ClusterRegistration, so its CONNECT credential generation is always 0
+// and its proxyURL changes only with the hub's whole CONNECT secret,
+// which changes every tunnelled cluster's proxyURL at once. A registered
+// cluster's generation revokes its credential alone.
+func TestHandJoinedConnectCredential(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, secretSize)
+	newSecret := bytes.Repeat([]byte{9}, secretSize)
+	hand := registration.ProxyCredentialGeneration(nil)
+	if hand != 0 {
+		t.Fatalf("generation of a cluster without a registration: %d, want 0", hand)
+	}
+	reg := &cellv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Name: "edge-reg"},
+		Spec: cellv1alpha1.ClusterRegistrationSpec{ProxyCredentialGeneration: 1}}
+	registered := registration.ProxyCredentialGeneration(reg)
+	if registered != 1 {
+		t.Fatalf("generation of a registered cluster: %d, want its spec.proxyCredentialGeneration 1", registered)
+	}
+	type urlOf struct {
+		secret     []byte
+		cluster    string
+		generation int64
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after urlOf
+		wantChanged   bool
+	}{
+		{"a hand-joined cluster keeps its proxyURL under the same secret",
+			urlOf{secret, "edge-hand", hand}, urlOf{secret, "edge-hand", registration.ProxyCredentialGeneration(nil)}, false},
+		{"a new CONNECT secret changes the hand-joined cluster's proxyURL",
+			urlOf{secret, "edge-hand", hand}, urlOf{newSecret, "edge-hand", hand}, true},
+		{"a new CONNECT secret changes a registered cluster's proxyURL too",
+			urlOf{secret, "edge-reg", registered}, urlOf{newSecret, "edge-reg", registered}, true},
+		{"raising a registered cluster's generation changes its proxyURL",
+			urlOf{secret, "edge-reg", registered}, urlOf{secret, "edge-reg", registered + 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ConnectProxyURL(tc.before.secret, "hub:8133", tc.before.cluster, tc.before.generation, false)
+			after := ConnectProxyURL(tc.after.secret, "hub:8133", tc.after.cluster, tc.after.generation, false)
+			if changed := before != after; changed != tc.wantChanged {
+				t.Errorf("proxyURL changed: %v (%s, then %s), want %v", changed, before, after, tc.wantChanged)
+			}
+		})
+	}
+	t.Run("the hub accepts a hand-joined cluster's generation-0 credential only", func(t *testing.T) {
+		if !checkConnectCredential(secret, "edge-hand", hand, ConnectCredential(secret, "edge-hand", 0)) {
+			t.Error("the generation-0 credential was refused, want it accepted")
+		}
+		if checkConnectCredential(secret, "edge-hand", hand, ConnectCredential(secret, "edge-hand", 1)) {
+			t.Error("a generation-1 credential was accepted for a cluster without a registration, want it refused")
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,9 +33,25 @@ func (h canaryHook) start(hookCtx genericapiserver.PostStartHookContext) error {
 	if err != nil {
 		return fmt.Errorf("encryption canary: %w", err)
 	}
+	return checkCanary(hookCtx.Context, kube, 200*time.Millisecond, time.Minute)
+}
+
+// canaryMismatches is how many reads in a row must fail to decrypt the
+// canary, while the database answers, before the plane gives up.
+const canaryMismatches = 3
+
+// checkCanary reads the canary, creating it when there is none, polling
+// every interval for up to timeout. A database error reaches the plane's
+// client as an internal error too (kine's "Too many connections", a
+// dropped connection): a read that fails while an unencrypted object
+// (the kube-system namespace) cannot be read either is retried, and only
+// canaryMismatches failures in a row with the database answering count as
+// keys that differ.
+func checkCanary(ctx context.Context, kube kubernetes.Interface, interval, timeout time.Duration) error {
 	secrets := kube.CoreV1().Secrets(metav1.NamespaceSystem)
 	var last error
-	err = wait.PollUntilContextTimeout(hookCtx.Context, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	mismatches := 0
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		_, err := secrets.Get(ctx, encryptionCanary, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			b := make([]byte, 16)
@@ -48,19 +65,26 @@ func (h canaryHook) start(hookCtx genericapiserver.PostStartHookContext) error {
 				return false, nil // another replica won; read its canary
 			}
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			return true, nil
-		case apierrors.IsInternalError(err):
-			// The value could not be transformed from storage.
-			return false, fmt.Errorf("this plane cannot decrypt the Secret kube-system/%s another replica wrote (%v): replicas on one database must share the KMS keys — give every replica the same --kms-key-file (one Secret) or the same --kms-endpoint", encryptionCanary, err)
-		default:
-			last = err
+		}
+		last = err
+		if !apierrors.IsInternalError(err) {
+			mismatches = 0
 			return false, nil
 		}
+		if _, dbErr := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); dbErr != nil {
+			mismatches = 0 // the database does not answer either
+			return false, nil
+		}
+		if mismatches++; mismatches < canaryMismatches {
+			return false, nil
+		}
+		// The value could not be transformed from storage.
+		return false, fmt.Errorf("this plane cannot decrypt the Secret kube-system/%s another replica wrote (%v): replicas on one database must share the KMS keys — give every replica the same --kms-key-file (one Secret) or the same --kms-endpoint", encryptionCanary, err)
 	})
-	if err != nil && last != nil {
-		return fmt.Errorf("%w (last error: %v)", err, last)
+	if err != nil && last != nil && !strings.Contains(err.Error(), encryptionCanary) {
+		return fmt.Errorf("encryption canary: %w (last error: %v)", err, last)
 	}
 	return err
 }

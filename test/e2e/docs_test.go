@@ -330,41 +330,27 @@ func docsCell(name, cluster string) string {
 // docsWidgets is what federation-api.md's "Enabling and disabling types"
 // assumes: member-1's kubeconfig as member1.kubeconfig, and a CRD
 // widgets.example.com on it.
-const docsWidgets = `cp "$MEMBER1_KUBECONFIG" member1.kubeconfig
-kubectl --kubeconfig=member1.kubeconfig apply -f - >/dev/null <<'YAML'
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-YAML
-kubectl --kubeconfig=member1.kubeconfig wait crd/widgets.example.com --for=condition=Established --timeout=60s >/dev/null
-`
+var docsWidgets = `cp "$MEMBER1_KUBECONFIG" member1.kubeconfig
+` + docsMemberCRD("Widget", "widgets", "{size: {type: integer}}")
 
 // docsWorkers is the custom workload dividing-replicas.md sets a
 // replicasPath on: a CRD workers.example.com (its count at
 // spec.workers.count) on member-1, enabled as a federated type.
-const docsWorkers = `kubectl --kubeconfig="$MEMBER1_KUBECONFIG" apply -f - >/dev/null <<'YAML'
+var docsWorkers = docsMemberCRD("Worker", "workers", "{workers: {type: object, properties: {count: {type: integer}}}}") +
+	`cellfedctl enable workers.example.com --from-cluster="$MEMBER1_KUBECONFIG" >/dev/null
+`
+
+// docsMemberCRD creates the namespaced CRD <plural>.example.com (version
+// v1, its spec's properties as a YAML flow mapping) on member-1 and
+// waits until it is established.
+func docsMemberCRD(kind, plural, specProperties string) string {
+	return fmt.Sprintf(`kubectl --kubeconfig="$MEMBER1_KUBECONFIG" apply -f - >/dev/null <<'YAML'
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: workers.example.com}
+metadata: {name: %[2]s.example.com}
 spec:
   group: example.com
-  names: {kind: Worker, plural: workers, singular: worker}
+  names: {kind: %[1]s, plural: %[2]s, singular: %[3]s}
   scope: Namespaced
   versions:
   - name: v1
@@ -374,17 +360,11 @@ spec:
       openAPIV3Schema:
         type: object
         properties:
-          spec:
-            type: object
-            properties:
-              workers:
-                type: object
-                properties:
-                  count: {type: integer}
+          spec: {type: object, properties: %[4]s}
 YAML
-kubectl --kubeconfig="$MEMBER1_KUBECONFIG" wait crd/workers.example.com --for=condition=Established --timeout=60s >/dev/null
-cellfedctl enable workers.example.com --from-cluster="$MEMBER1_KUBECONFIG" >/dev/null
-`
+kubectl --kubeconfig="$MEMBER1_KUBECONFIG" wait crd/%[2]s.example.com --for=condition=Established --timeout=60s >/dev/null
+`, kind, plural, strings.ToLower(kind), specProperties)
+}
 
 // docsNativeApp is native-objects.md's app.yaml, an app team's Deployment
 // web, and the ConfigMap settings no policy places.

@@ -291,6 +291,7 @@ var docsFederations = []docsFederation{
 		{Page: "docs/dividing-replicas.md", Prelude: docsWorkspace + docsCell("rz00a", "member-1") +
 			docsCell("rz10a", "member-2") + docsCell("rz20a", "member-3") + docsWorkers, MinBlocks: 4, Timeout: time.Minute}, // creates web
 		{Page: "docs/release-control.md", MinBlocks: 4, Timeout: time.Minute},
+		{Page: "docs/kubefed.md", Prelude: docsConfigMapWeb, MinBlocks: 1, Timeout: time.Minute},
 	}},
 	// the workspace shop of tenant acme, alice in its app team.
 	// member-3's kubeconfig is edge-1.kubeconfig, for tenancy.md to join.
@@ -332,6 +333,23 @@ func docsCell(name, cluster string) string {
 // widgets.example.com on it.
 var docsWidgets = `cp "$MEMBER1_KUBECONFIG" member1.kubeconfig
 ` + docsMemberCRD("Widget", "widgets", "{size: {type: integer}}")
+
+// docsConfigMapWeb is the FederatedConfigMap web in shop on rz00a and
+// rz10a that kubefed.md reads the PropagatedVersion view of, once
+// cellfed-controller has written its record.
+const docsConfigMapWeb = `kubectl apply -f - >/dev/null <<'EOF'
+apiVersion: types.kubefed.io/v1beta2
+kind: FederatedConfigMap
+metadata: {name: web, namespace: shop}
+spec:
+  placement: {topologies: [{name: rz00a}, {name: rz10a}]}
+  template: {data: {greeting: hello}}
+EOF
+for i in $(seq 60); do
+  [ -n "$(kubectl get federatedconfigmaps.v1beta2.types.kubefed.io -n shop web -o jsonpath='{.status.record}')" ] && break
+  sleep 1
+done
+`
 
 // docsWorkers is the custom workload dividing-replicas.md sets a
 // replicasPath on: a CRD workers.example.com (its count at

@@ -6,7 +6,23 @@ set -euo pipefail
 
 addr_ok() { mariadb --protocol=tcp -h127.0.0.1 -P3306 -uroot -e 'SELECT 1' >/dev/null 2>&1; }
 
+# The end-to-end tests run many planes at once on this server, each with
+# up to 20 idle kine connections and a hold session: Debian's default of
+# 151 connections ran out under `go test -parallel 4` ("Error 1040: Too
+# many connections"), failing whichever plane or data tool asked next.
+# Raised for the running server (not persisted: a restart goes back).
+min_connections=1000
+ensure_connections() {
+  local n
+  n=$(mariadb --protocol=tcp -h127.0.0.1 -P3306 -uroot -N -e 'SELECT @@GLOBAL.max_connections' 2>/dev/null || echo 0)
+  if [ "${n:-0}" -lt "$min_connections" ]; then
+    mariadb --protocol=tcp -h127.0.0.1 -P3306 -uroot -e "SET GLOBAL max_connections = $min_connections" &&
+      echo "mariadb: max_connections $n -> $min_connections"
+  fi
+}
+
 if addr_ok; then
+  ensure_connections
   echo "mariadb: running on 127.0.0.1:3306"
   exit 0
 fi
@@ -35,7 +51,7 @@ start() {
 start
 
 for i in $(seq 1 300); do
-  if addr_ok; then echo "mariadb: running on 127.0.0.1:3306"; exit 0; fi
+  if addr_ok; then ensure_connections; echo "mariadb: running on 127.0.0.1:3306"; exit 0; fi
   # A fresh install may only allow root over the unix socket.
   mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;" >/dev/null 2>&1 || true
   # A server that crashed can linger without answering (MariaDB 10.11

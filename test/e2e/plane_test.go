@@ -291,6 +291,12 @@ func TestPlaneFailsFastOnHungMariaDB(t *testing.T) {
 		t.Errorf("create against a frozen MariaDB took %s (%v): the DSN timeouts are not applied", took, err)
 	}
 	t.Logf("create against a frozen MariaDB failed after %s: %v", took.Round(time.Millisecond), err)
+	// docs/limitations.md: the client sees the database's error as kine
+	// hands it over, a gRPC Unknown carrying the driver's text, in a 500.
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "code = Unknown") {
+		t.Errorf("create against a frozen MariaDB: %v (reason %q), want an InternalError carrying gRPC code Unknown, as docs/limitations.md says",
+			err, apierrors.ReasonForError(err))
+	}
 
 	if err := framework.Poll(ctx, 200*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
 		err := create("after")

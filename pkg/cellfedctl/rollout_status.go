@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/clock"
 
 	cellv1alpha1 "github.com/cellfed/cellfed/pkg/apis/core/v1alpha1"
 	"github.com/cellfed/cellfed/pkg/policy/federate"
@@ -52,13 +53,20 @@ func exitCodeOf(err error) (code int, print bool) {
 
 type rolloutStatusOptions struct {
 	*rolloutOptions
-	watch    bool
-	timeout  time.Duration
+	watch   bool
+	timeout time.Duration
+	// interval is how often --watch reads the object again, on clock
+	// (tests set a fake one).
 	interval time.Duration
+	clock    clock.WithTicker
+}
+
+func newRolloutStatusOptions(r *rolloutOptions) *rolloutStatusOptions {
+	return &rolloutStatusOptions{rolloutOptions: r, interval: time.Second, clock: clock.RealClock{}}
 }
 
 func newRolloutStatusCommand(r *rolloutOptions) *cobra.Command {
-	s := &rolloutStatusOptions{rolloutOptions: r, interval: time.Second}
+	s := newRolloutStatusOptions(r)
 	cmd := &cobra.Command{
 		Use:   "status <kind>/<name> [--watch [--timeout=10m]]",
 		Short: "Show each placed cell of a rollout; exit code 0 once the released cells are updated and ready",
@@ -126,13 +134,19 @@ func (s *rolloutStatusOptions) run(ctx context.Context, arg string) error {
 		}
 		return exitCode{code: ExitNotDone}
 	}
+	return s.follow(ctx, t, v)
+}
+
+// follow is --watch: it reads t again every interval and prints the table
+// whenever it changed, until t is done (v is what was printed last).
+func (s *rolloutStatusOptions) follow(ctx context.Context, t *target, v statusView) error {
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
 	last := v.text
-	tick := time.NewTicker(s.interval)
+	tick := s.clock.NewTicker(s.interval)
 	defer tick.Stop()
 	for !v.done {
 		if v.stuck != "" {
@@ -144,7 +158,7 @@ func (s *rolloutStatusOptions) run(ctx context.Context, arg string) error {
 				return fmt.Errorf("stopped watching %s before it was done; run `%s rollout status %s --watch` again to follow it", t.ref(), s.name, t.cmdRef())
 			}
 			return fmt.Errorf("%s is not done after %s; run `%s rollout status %s` to see it, or wait longer with --timeout", t.ref(), s.timeout, s.name, t.cmdRef())
-		case <-tick.C:
+		case <-tick.C():
 		}
 		if err := t.read(ctx); err != nil {
 			if ctx.Err() != nil {

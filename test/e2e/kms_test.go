@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +226,106 @@ func TestKMSExternalPlugin(t *testing.T) {
 	if after := framework.MaxRawID(t, db); after != before {
 		t.Errorf("the database changed while the plugin was down (newest row %d → %d)", before, after)
 	}
+}
+
+// TestKMSEncryptsPlaintextAfterUpgrade starts a plane on SQLite with
+// encryption off (--encrypted-resources=""), as a build without encryption
+// wrote its data, and stores a Secret; then starts it again on the same
+// data dir with the defaults, as an upgrade would. The Secret stays in
+// plaintext in the database (the start logs how many such objects there
+// are) and reads back, until `cellfedctl rotate-key` rewrites it
+// encrypted.
+func TestKMSEncryptsPlaintextAfterUpgrade(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plane := framework.StartPlane(t, framework.PlaneOptions{DataDir: dir, Args: []string{"--encrypted-resources=", "--default-federated-types="}})
+	keyFile := filepath.Join(dir, "kms", "keys")
+	if _, err := os.Stat(keyFile); err == nil {
+		t.Fatalf("the plane started with --encrypted-resources=\"\" created the key file %s; want none", keyFile)
+	}
+	k := framework.Kubectl{Kubeconfig: plane.Kubeconfig}
+	token := "plaintext-canary-3e8b1d"
+	encoded := base64.StdEncoding.EncodeToString([]byte(token))
+	k.MustRun(t, "", "-n", "default", "create", "secret", "generic", "legacy", "--from-literal=token="+token)
+	plane.Stop(10 * time.Second)
+
+	db := framework.OpenRawDatabase(t, dir, "")
+	secretRow := "/registry/secrets/default/legacy"
+	latestSecret := func() framework.RawRow {
+		t.Helper()
+		row, ok := framework.LatestRawRows(framework.RawRows(t, db, secretRow))[secretRow]
+		if !ok {
+			t.Fatalf("no row %s in the database", secretRow)
+		}
+		return row
+	}
+	if row := latestSecret(); bytes.HasPrefix(row.Value, []byte("k8s:enc:")) || !bytes.Contains(row.Value, []byte(token)) {
+		t.Fatalf("without encryption the secret is stored as %q, want plaintext holding %q", row.Value[:min(len(row.Value), 40)], token)
+	}
+	// What the upgraded start finds unencrypted: the newest row of every
+	// object of the default encrypted resources.
+	plaintextRows := func() []string {
+		t.Helper()
+		var names []string
+		for _, r := range kms.DefaultResources {
+			prefix := "/registry/" + r + "/"
+			if res, group, ok := strings.Cut(r, "."); ok {
+				prefix = "/registry/" + group + "/" + res + "/"
+			}
+			for name, row := range framework.LatestRawRows(framework.RawRows(t, db, prefix)) {
+				if !bytes.HasPrefix(row.Value, []byte("k8s:enc:")) {
+					names = append(names, name)
+				}
+			}
+		}
+		return names
+	}
+	before := plaintextRows()
+
+	// The upgrade: the same data dir and port, the default flags.
+	logStart := len(plane.Log())
+	plane = framework.StartPlane(t, framework.PlaneOptions{DataDir: dir, Port: plane.Port, Args: []string{"--default-federated-types="}})
+	if _, err := os.Stat(keyFile); err != nil {
+		t.Fatalf("the upgraded plane has no key file: %v; want one generated at %s", err, keyFile)
+	}
+	if row := latestSecret(); bytes.HasPrefix(row.Value, []byte("k8s:enc:kms:v2:")) || !bytes.Contains(row.Value, []byte(token)) {
+		t.Errorf("after the upgrade the secret is stored as %q, want it still in plaintext (holding %q)", row.Value[:min(len(row.Value), 40)], token)
+	}
+	startLog := plane.Log()[logStart:]
+	m := regexp.MustCompile(`stored unencrypted \(written before encryption was on\).*rotate-key.* count=(\d+)`).FindStringSubmatch(startLog)
+	if m == nil {
+		t.Errorf("the upgraded start logged no count of unencrypted objects; want %d (%s) in a line `... stored unencrypted ... count=N`", len(before), strings.Join(before, ", "))
+	} else if m[1] != strconv.Itoa(len(before)) {
+		t.Errorf("the upgraded start logged count=%s unencrypted objects, want %d (%s)", m[1], len(before), strings.Join(before, ", "))
+	}
+	if got := k.MustRun(t, "", "-n", "default", "get", "secret", "legacy", "-o", "jsonpath={.data.token}"); got != encoded {
+		t.Fatalf("after the upgrade the secret reads back as %q, want %q", got, encoded)
+	}
+
+	out := newCellfedctl(t, plane.Kubeconfig).ok(t, "rotate-key", "--key-file="+keyFile)
+	if !strings.Contains(out, "secrets: rewriting ") {
+		t.Errorf("rotate-key did not rewrite the secrets:\n%s", out)
+	}
+	_, newKey, err := kms.ReadKeyIDs(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := latestSecret(); !bytes.HasPrefix(row.Value, []byte("k8s:enc:kms:v2:cellfed-kms:")) || !bytes.Contains(row.Value, []byte(newKey)) || bytes.Contains(row.Value, []byte(token)) {
+		t.Errorf("after rotate-key the secret is stored as %q, want it KMS-encrypted with key %s", row.Value[:min(len(row.Value), 40)], newKey)
+	}
+	if left := plaintextRows(); len(left) > 0 {
+		t.Errorf("after rotate-key %d object(s) are still stored unencrypted (%s), want none", len(left), strings.Join(left, ", "))
+	}
+	if got := k.MustRun(t, "", "-n", "default", "get", "secret", "legacy", "-o", "jsonpath={.data.token}"); got != encoded {
+		t.Errorf("after rotate-key the secret reads back as %q, want %q", got, encoded)
+	}
+	// The rewrite adds a row: the plaintext revision stays in the table
+	// until compaction removes it.
+	old := 0
+	for _, r := range framework.RawRows(t, db, secretRow) {
+		if bytes.Contains(r.Value, []byte(token)) {
+			old++
+		}
+	}
+	t.Logf("upgrade found %d unencrypted object(s) (%s); after rotate-key %d older plaintext revision(s) of %s remain in the table", len(before), strings.Join(before, ", "), old, secretRow)
 }
